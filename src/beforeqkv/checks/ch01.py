@@ -1,0 +1,65 @@
+"""Checkers for chapter 1, squished memory (book/01_squished_memory.ipynb)."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._core import compare, register_question
+
+__all__ = ["check_attention_read", "reference_attention_read"]
+
+
+def reference_attention_read(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """One soft read: ``r = sum_j softmax_j(q . k_j / sqrt(d)) v_j``.
+
+    q: (B, d), keys: (B, N, d), values: (B, N, d_v) -> (B, d_v). Derived in chapter 1.
+    """
+    scores = torch.einsum("bd,bnd->bn", q, keys) / math.sqrt(q.shape[-1])  # (B, N)
+    weights = torch.softmax(scores, dim=-1)  # (B, N)
+    return torch.einsum("bn,bnv->bv", weights, values)  # (B, d_v)
+
+
+def _cases():
+    g = torch.Generator().manual_seed(1)
+    shapes = [(4, 6, 8, 5), (1, 1, 3, 2), (3, 5, 1, 4), (2, 32, 16, 16)]  # (B, N, d, d_v): N=1, d=1 edge cases
+    for b, n, d, dv in shapes:
+        yield (torch.randn(b, d, generator=g) * 2, torch.randn(b, n, d, generator=g), torch.randn(b, n, dv, generator=g))
+
+
+def _describe(args):
+    q, k, v = args
+    return f"q {tuple(q.shape)}, keys {tuple(k.shape)}, values {tuple(v.shape)}"
+
+
+_MISTAKES = {
+    "did you scale the scores by 1/sqrt(d)?":
+        lambda q, k, v: torch.einsum("bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k), -1), v),
+    "scale by 1/sqrt(d), not by 1/d.":
+        lambda q, k, v: torch.einsum("bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k) / q.shape[-1], -1), v),
+    "the softmax must run over the N stored pairs (dim=-1), not over the batch.":
+        lambda q, k, v: torch.einsum("bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k) / math.sqrt(q.shape[-1]), 0), v),
+    "the weights need a softmax: raw dot products are not a weighted average.":
+        lambda q, k, v: torch.einsum("bn,bnv->bv", torch.einsum("bd,bnd->bn", q, k) / math.sqrt(q.shape[-1]), v),
+    "read the values, not the keys.":
+        lambda q, k, v: reference_attention_read(q, k, k),
+}
+
+
+def check_attention_read(fn) -> None:
+    """Exercise 1.1: ``fn(q, keys, values)`` must return the soft attention read."""
+    compare(fn, reference_attention_read, list(_cases()), "attention_read", _MISTAKES, describe=_describe)
+
+
+register_question(
+    "ch1_lstm_state_size", 128,
+    "An nn.LSTM with hidden size H carries two vectors from step to step, h and c: 2 x 64 = 128 numbers, "
+    "however many facts it has read.",
+    tolerance=0,
+)
+register_question(
+    "ch1_lstm_n32", "chance",
+    "With 32 pairs squeezed into the same 128 numbers, the LSTM ends close to chance (1/16) within the "
+    "training budget, while attention, whose memory grows with N, stays near perfect.",
+    choices=["near perfect", "in between", "chance"],
+)

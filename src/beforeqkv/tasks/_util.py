@@ -1,0 +1,31 @@
+"""Helpers shared by the task generators."""
+from __future__ import annotations
+
+import torch
+
+
+def check_generator(generator) -> torch.Generator:
+    """Return ``generator`` or a fresh unseeded one; reject anything else with a clear error."""
+    if generator is None:
+        return torch.Generator().manual_seed(torch.seed() % 2**63)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return generator
+
+
+def check_positive(**kwargs) -> None:
+    """Raise ValueError unless every keyword is a positive int."""
+    for name, val in kwargs.items():
+        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
+            raise ValueError(f"{name} must be a positive int, got {val!r}")
+
+
+def to_device(tensors, device):
+    if device is None:
+        return tensors
+    return tuple(t.to(device) for t in tensors)
+
+
+def distinct_ids(batch_size: int, n: int, n_ids: int, generator: torch.Generator) -> torch.Tensor:
+    """(batch_size, n) ids drawn without replacement from range(n_ids), per row."""
+    return torch.rand(batch_size, n_ids, generator=generator).argsort(dim=-1)[:, :n]  # (B, n)

@@ -1,0 +1,41 @@
+"""Helpers for the book-level tests: where the chapters are and what they contain."""
+import re
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
+
+
+def toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc.get("parts", toc.get("chapters", [])))
+    return files
+
+
+def read(path):
+    return nbformat.read(path, as_version=4)
+
+
+def sources(nb, kind):
+    return [c.source for c in nb.cells if c.cell_type == kind]
+
+
+GLUE_USE = re.compile(r"\{glue:(?:text|)\}`([A-Za-z0-9_]+)")
+GLUE_DEF = re.compile(r"glue\(\s*[\"']([A-Za-z0-9_]+)[\"']")
+CITE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")

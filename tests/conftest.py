@@ -1,0 +1,34 @@
+"""Shared fixtures: a seed, and a device fixture over cpu and cuda (cuda skipped when absent)."""
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("BEFOREQKV_PROGRESS", "0")
+torch.set_num_threads(1)
+torch.set_flush_denormal(True)
+
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device")])]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--require-site", action="store_true", default=False,
+                     help="fail (instead of skip) the site tests when _build/html is missing")
+
+
+@pytest.fixture
+def seed():
+    torch.manual_seed(0)
+    return 0
+
+
+@pytest.fixture
+def gen():
+    """A seeded CPU generator for task data."""
+    return torch.Generator().manual_seed(0)
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return torch.device(request.param)

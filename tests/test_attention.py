@@ -1,0 +1,145 @@
+"""The attention primitives: teaching and fast paths agree, masks behave, bad input is named."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from beforeqkv import attention as A
+
+
+def qkv(b=2, tq=5, tk=7, d=8, dv=6, seed=0, device="cpu"):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, tq, d, generator=g)
+    k = torch.randn(b, tk, d, generator=g)
+    v = torch.randn(b, tk, dv, generator=g)
+    return q.to(device), k.to(device), v.to(device)
+
+
+def test_scores_are_scaled_dot_products():
+    q, k, _ = qkv()
+    s = A.attention_scores(q, k)
+    torch.testing.assert_close(s, q @ k.transpose(-1, -2) / math.sqrt(8))
+    torch.testing.assert_close(A.attention_scores(q, k, scale=1.0), q @ k.transpose(-1, -2))
+
+
+def test_attention_weights_rows_sum_to_one():
+    q, k, _ = qkv()
+    w = A.attention_weights(A.attention_scores(q, k))
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 5))
+    assert (w >= 0).all()
+
+
+def test_teaching_path_equals_fast_path(device):
+    q, k, v = qkv(device=device)
+    slow = A.scaled_dot_product_attention(q, k, v, fast=False)
+    fast = A.scaled_dot_product_attention(q, k, v, fast=True)
+    torch.testing.assert_close(slow, fast, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attend_matches_torch_sdpa(causal, device):
+    q, k, v = qkv(tq=6, tk=6, device=device)
+    ours = A.scaled_dot_product_attention(q, k, v, causal=causal, fast=False)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-4)
+
+
+def test_causal_mask_is_lower_triangular_and_handles_a_cache():
+    torch.testing.assert_close(A.causal_mask(4), torch.ones(4, 4).tril().bool())
+    m = A.causal_mask(2, 5)  # the last 2 of 5 positions
+    assert m.tolist() == [[True, True, True, True, False], [True] * 5]
+
+
+def test_causal_attention_ignores_future_tokens():
+    q, k, v = qkv(tq=6, tk=6)
+    out = A.scaled_dot_product_attention(q, k, v, causal=True)
+    k2, v2 = k.clone(), v.clone()
+    k2[:, 4:] += 10.0
+    v2[:, 4:] -= 10.0
+    out2 = A.scaled_dot_product_attention(q, k2, v2, causal=True)
+    torch.testing.assert_close(out[:, :4], out2[:, :4])
+    assert not torch.allclose(out[:, 4:], out2[:, 4:])
+
+
+def test_fully_masked_row_reads_zeros_in_both_paths():
+    q, k, v = qkv(tq=3, tk=4)
+    mask = torch.ones(3, 4, dtype=torch.bool)
+    mask[1] = False
+    for fast in (False, True):
+        out = A.scaled_dot_product_attention(q, k, v, mask=mask, fast=fast)
+        assert torch.isfinite(out).all()
+        torch.testing.assert_close(out[:, 1], torch.zeros(2, 6))
+    w = A.attention_weights(A.attention_scores(q, k), mask)
+    torch.testing.assert_close(w[:, 1], torch.zeros(2, 4))
+
+
+def test_masked_keys_get_zero_weight():
+    q, k, v = qkv(tq=3, tk=4)
+    mask = torch.tensor([True, False, True, True]).expand(3, 4)
+    _, w = A.attend(q, k, v, mask=mask)
+    assert (w[..., 1] == 0).all()
+
+
+def test_single_query_single_key_reads_that_value():
+    q, k, v = qkv(tq=1, tk=1)
+    out, w = A.attend(q, k, v)
+    torch.testing.assert_close(w, torch.ones(2, 1, 1))
+    torch.testing.assert_close(out, v)
+
+
+def test_linear_attention_teaching_equals_fast_weight_read(device):
+    q, k, v = qkv(device=device)
+    torch.testing.assert_close(A.linear_attention(q, k, v), A.linear_attention(q, k, v, fast=True),
+                               atol=1e-4, rtol=1e-4)
+
+
+def test_fast_weight_memory_has_fixed_size_whatever_the_length():
+    for t in (1, 10, 1000):
+        _, k, v = qkv(tk=t, d=4, dv=3)
+        assert A.fast_weight_memory(k, v).shape == (2, 3, 4)
+
+
+def test_rotary_preserves_norms_and_makes_scores_depend_on_offset_only():
+    cos, sin = A.rotary_tables(16, 8)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 16, 8, generator=g)
+    y = A.apply_rotary(x, cos, sin)
+    torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))
+    q = torch.randn(8, generator=g).expand(1, 16, 8)
+    k = torch.randn(8, generator=g).expand(1, 16, 8)
+    s = A.apply_rotary(q, cos, sin) @ A.apply_rotary(k, cos, sin).transpose(-1, -2)  # (1, 16, 16)
+    torch.testing.assert_close(s[0, 3, 1], s[0, 9, 7])  # same offset i - j = 2
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: A.attention_scores(torch.randn(2, 3, 4), torch.randn(2, 3, 5)),
+    lambda: A.attend(torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.randn(2, 5, 4)),
+    lambda: A.attend(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4), mask=torch.ones(3, 3)),
+    lambda: A.attend(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4),
+                     mask=torch.ones(2, 3, dtype=torch.bool)),
+    lambda: A.attention_scores(torch.arange(6).view(2, 3), torch.arange(6).view(2, 3)),
+    lambda: A.attention_scores([1, 2], [3, 4]),
+    lambda: A.causal_mask(0),
+    lambda: A.causal_mask(4, 2),
+    lambda: A.rotary_tables(4, 7),
+])
+def test_bad_inputs_raise_value_error_naming_the_problem(bad):
+    with pytest.raises(ValueError):
+        bad()
+
+
+def test_multihead_rejects_indivisible_width_with_a_clear_message():
+    with pytest.raises(ValueError, match="not divisible by n_heads"):
+        A.MultiHeadAttention(30, 4)
+
+
+def test_multihead_kv_cache_matches_full_causal_pass():
+    torch.manual_seed(0)
+    mha = A.MultiHeadAttention(16, 4, n_kv_heads=2)
+    x = torch.randn(2, 6, 16)
+    full = mha(x, causal=True)
+    cache = A.KVCache()
+    steps = [mha(x[:, t:t + 1], causal=True, kv_cache=cache) for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    assert cache.length() == 6

@@ -1,0 +1,90 @@
+"""Book-level tests: the toc, the chapter skeleton, stripped notebooks, glue and citations."""
+import re
+
+import pytest
+
+from _book import BOOK, CHAPTERS, CITE, GLUE_DEF, GLUE_USE, ROOT, read, sources, toc_files
+
+
+def test_there_are_chapters():
+    assert len(CHAPTERS) >= 1
+
+
+def test_every_toc_entry_exists():
+    for entry in toc_files():
+        assert any((ROOT / f"{entry}{ext}").exists() for ext in (".md", ".ipynb")), f"_toc.yml lists missing {entry}"
+
+
+def test_every_page_in_book_is_in_the_toc():
+    listed = set(toc_files())
+    pages = [p for p in BOOK.glob("*") if p.suffix in (".md", ".ipynb")]
+    for page in pages:
+        assert f"book/{page.stem}" in listed, f"{page.name} is not in _toc.yml"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_notebook_is_stored_without_outputs(path):
+    nb = read(path)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert not cell.outputs, f"{path.name} cell {i} has outputs: run `make strip`"
+            assert cell.execution_count is None, f"{path.name} cell {i} has an execution count: run `make strip`"
+    assert "widgets" not in nb.metadata, f"{path.name} stores widget state: run `make strip`"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_follows_the_skeleton(path):
+    nb = read(path)
+    number = int(path.name[:2])
+    first = nb.cells[0]
+    assert first.cell_type == "markdown"
+    assert re.search(rf"^\(ch-[a-z0-9-]+\)=\s*$", first.source, re.M), "title cell needs a (ch-slug)= label"
+    assert re.search(rf"^# {number} · \S", first.source, re.M), f"title must read '# {number} · ...'"
+    assert "Runs on a CPU in about" in first.source
+    colab = nb.cells[1]
+    assert colab.cell_type == "code" and "remove-cell" in colab.metadata.get("tags", [])
+    assert 'find_spec("beforeqkv")' in colab.source
+    setup = nb.cells[2].source
+    for needle in ("beforeqkv.get_device()", "beforeqkv.setup()", "beforeqkv.seed_everything("):
+        assert needle in setup, f"setup cell lacks {needle}"
+    code = "\n".join(sources(nb, "code"))
+    md = "\n".join(sources(nb, "markdown"))
+    assert "sys.path" not in code, "no sys.path edits: the package is installed"
+    for heading in ("## Summary", "## Exercises", "## References"):
+        assert heading in md, f"missing {heading}"
+    assert len(re.findall(r"^### Exercise \d+\.\d+ · ", md, re.M)) >= 3, "at least three exercises"
+    assert "checks.check_prediction(" in code, "needs a checked predict-then-run question"
+    assert re.search(r"checks\.check_(?!prediction)\w+\(", code), "needs a checked coding exercise"
+    assert "### BEGIN SOLUTION" in code and "### END SOLUTION" in code
+    assert re.search(r"^assert ", code, re.M), "every claim needs an assert"
+    assert "widgets.explorer(" in code, "needs an explorer (after a static figure)"
+    assert "{bibliography}" in md and ":filter: docname in docnames" in md
+    assert "skip-execution" not in str([c.metadata for c in nb.cells])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_glued_number_in_the_prose_is_computed(path):
+    nb = read(path)
+    used = set(GLUE_USE.findall("\n".join(sources(nb, "markdown"))))
+    defined = set(GLUE_DEF.findall("\n".join(sources(nb, "code"))))
+    assert used, "quote at least one measured number with {glue:text}"
+    assert used <= defined, f"glued in prose but never computed: {sorted(used - defined)}"
+    prefix = f"ch{int(path.name[:2])}_"
+    assert all(name.startswith(prefix) for name in defined), f"glue names must start with {prefix}"
+
+
+def test_every_citation_is_in_the_bibliography():
+    bib = (BOOK / "references.bib").read_text()
+    keys = set(re.findall(r"^@\w+\{([^,]+),", bib, re.M))
+    texts = [p.read_text() for p in BOOK.glob("*.md")] + [
+        "\n".join(sources(read(p), "markdown")) for p in CHAPTERS]
+    cited = {k.strip() for t in texts for group in CITE.findall(t) for k in group.split(",")}
+    assert cited, "the book should cite its sources"
+    assert cited <= keys, f"cited but not in references.bib: {sorted(cited - keys)}"
+
+
+def test_readme_states_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    assert "make book" in readme and "make test" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in ci

@@ -1,0 +1,52 @@
+"""Package set-up: device choice, seeding, threads, glue fallback."""
+import random
+
+import pytest
+import torch
+
+import beforeqkv
+
+
+def test_get_device_prefers_cuda_then_mps_then_cpu():
+    d = beforeqkv.get_device()
+    if torch.cuda.is_available():
+        assert d.type == "cuda"
+    else:
+        assert d.type in ("mps", "cpu")
+    assert beforeqkv.get_device("cpu") == torch.device("cpu")
+
+
+def test_get_device_rejects_unknown_or_missing_devices():
+    with pytest.raises(ValueError):
+        beforeqkv.get_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA"):
+            beforeqkv.get_device("cuda")
+
+
+def test_seed_everything_makes_every_generator_repeat():
+    assert beforeqkv.seed_everything(5) is None  # nothing to display in a notebook
+    a = (random.random(), torch.rand(3))
+    beforeqkv.seed_everything(5)
+    b = (random.random(), torch.rand(3))
+    assert a[0] == b[0] and torch.equal(a[1], b[1])
+    with pytest.raises(ValueError):
+        beforeqkv.seed_everything("0")
+
+
+def test_setup_uses_one_thread_and_flushes_denormals():
+    before = torch.get_num_threads()
+    try:
+        info = beforeqkv.setup(quiet=True)
+        assert info["threads"] == 1 and torch.get_num_threads() == 1
+        assert torch.tensor([1e-40]).item() in (0.0, 1e-40)  # denormal either flushed or kept, no crash
+        with pytest.raises(ValueError):
+            beforeqkv.setup(threads=0, quiet=True)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_glue_returns_the_value_and_rejects_empty_names(capsys):
+    assert beforeqkv.glue("x_test", 1.5) == 1.5
+    with pytest.raises(ValueError):
+        beforeqkv.glue("", 1)

@@ -1,0 +1,44 @@
+"""Part I models: shapes, validation, and the attention read really is a softmax read."""
+import pytest
+import torch
+
+from beforeqkv import models, tasks, train
+
+
+def test_recall_models_output_one_logit_per_value(gen):
+    inputs, target = tasks.associative_recall(5, 4, generator=gen)
+    for m in (models.RecallLSTM(), models.RecallAttention(), models.RecallAttention(kind="linear", d_head=16)):
+        assert m(*inputs).shape == (5, 16)
+
+
+def test_recall_attention_weights_are_a_distribution_over_pairs(gen):
+    m = models.RecallAttention()
+    m(*tasks.associative_recall(5, 6, generator=gen)[0])
+    torch.testing.assert_close(m.last_weights.sum(-1), torch.ones(5))
+
+
+def test_unscaled_attention_differs_from_scaled(gen):
+    torch.manual_seed(0)
+    a = models.RecallAttention(scaled=True)
+    b = models.RecallAttention(scaled=False)
+    b.load_state_dict(a.state_dict())
+    x = tasks.associative_recall(5, 6, generator=gen)[0]
+    assert not torch.allclose(a(*x), b(*x))
+
+
+def test_attention_learns_recall_quickly():
+    torch.manual_seed(0)
+    m = models.RecallAttention()
+    train.train(m, lambda g: tasks.associative_recall(128, 4, generator=g), steps=150)
+    acc = train.accuracy(m, tasks.associative_recall(1000, 4, generator=torch.Generator().manual_seed(9)))
+    assert acc > 0.9
+
+
+def test_recall_models_reject_bad_inputs():
+    m = models.RecallAttention()
+    with pytest.raises(ValueError):
+        m(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError):
+        m(torch.full((2, 3), 99), torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError):
+        models.RecallAttention(kind="quadratic")

@@ -1,0 +1,66 @@
+"""The repository tools: student versions, notebook cleaning, the JUnit summary."""
+import subprocess
+import sys
+
+import nbformat
+
+from _book import CHAPTERS, ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import clean_nb  # noqa: E402
+import junit_summary  # noqa: E402
+import student  # noqa: E402
+
+
+def test_student_version_removes_every_solution():
+    for path in CHAPTERS:
+        nb = student.student_version(nbformat.read(path, as_version=4))
+        text = "\n".join(c.source for c in nb.cells)
+        assert "### BEGIN SOLUTION" not in text and "### END SOLUTION" not in text, path.name
+        assert "raise NotImplementedError()" in text, path.name
+
+
+def test_student_stub_keeps_indentation_and_the_function_signature():
+    src = "def f(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n"
+    out = student.strip_solutions(src, "code")
+    assert out == "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n"
+    namespace = {}
+    exec(out, namespace)
+    try:
+        namespace["f"](1)
+    except NotImplementedError:
+        pass
+    else:
+        raise AssertionError("the stub must raise NotImplementedError")
+
+
+def test_clean_nb_strips_outputs_and_is_idempotent(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("1 + 1", execution_count=3, metadata={"tags": ["hide-input"], "x": 1})
+    cell.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=3)]
+    nb.cells = [cell]
+    nb.metadata["widgets"] = {"state": {}}
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, path)
+    assert clean_nb.clean(str(path)) is True
+    assert clean_nb.clean(str(path)) is False
+    out = nbformat.read(path, as_version=4)
+    assert out.cells[0].outputs == [] and out.cells[0].execution_count is None
+    assert out.cells[0].metadata == {"tags": ["hide-input"]} and "widgets" not in out.metadata
+
+
+def test_junit_summary_counts_and_fails_on_failures(tmp_path, capsys):
+    ok = tmp_path / "ok.xml"
+    ok.write_text('<testsuites><testsuite tests="5" failures="0" errors="0" skipped="1"/></testsuites>')
+    bad = tmp_path / "bad.xml"
+    bad.write_text('<testsuites><testsuite tests="2" failures="1" errors="0" skipped="0"/></testsuites>')
+    assert junit_summary.main([str(ok)]) == 0
+    assert "total: 4 passed, 0 failed, 1 skipped" in capsys.readouterr().out
+    assert junit_summary.main([str(ok), str(bad)]) == 1
+    assert junit_summary.main([str(tmp_path / "missing.xml")]) == 1
+
+
+def test_make_student_writes_to_dist_not_book(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "student.py"), str(ROOT / "book"), str(tmp_path)],
+                       capture_output=True, text=True, check=True)
+    assert len(list(tmp_path.glob("*.ipynb"))) == len(CHAPTERS), r.stdout

@@ -1,0 +1,39 @@
+"""Strip outputs and noise from notebooks so they are committed clean.
+
+    python tools/clean_nb.py book/*.ipynb
+
+Removes outputs, execution counts, widget state and editor metadata; keeps cell tags
+and the per-notebook execution timeout; sets the python3 kernelspec.
+"""
+import sys
+
+import nbformat
+
+KEEP_NB_META = {"kernelspec", "language_info", "execution"}
+
+
+def clean(path: str) -> bool:
+    nb = nbformat.read(path, as_version=4)
+    before = nbformat.writes(nb)
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k in KEEP_NB_META}
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["language_info"] = {"name": "python"}
+    for cell in nb.cells:
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags" and v}
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        cell.pop("attachments", None) if cell.cell_type != "markdown" else None
+        cell.pop("id", None)
+    nb.nbformat, nb.nbformat_minor = 4, 4
+    after = nbformat.writes(nb)
+    if after != before:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(after)
+        return True
+    return False
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        print(("cleaned " if clean(p) else "clean   ") + p)
