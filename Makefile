@@ -50,7 +50,7 @@ test: unit execute
 # Build the site from the already executed notebooks (execution is off in _config.yml).
 site: $(STAMP)
 	@test -d $(EXEC)/book || { echo "no executed notebooks: run 'make execute' first"; exit 1; }
-	@cp _config.yml _toc.yml $(EXEC)/ && cp book/*.md book/*.bib $(EXEC)/book/ && cp -r book/_static $(EXEC)/book/
+	@cp _config.yml _toc.yml $(EXEC)/ && cp book/*.md book/*.bib $(EXEC)/book/
 	@rm -rf _build/html
 	$(BIN)/jupyter-book build $(EXEC) --path-output . $(JB_FLAGS)
 	@echo "== the book is at $(CURDIR)/_build/html/index.html"

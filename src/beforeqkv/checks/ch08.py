@@ -1,0 +1,2 @@
+"""(filled in by a later chapter)."""
+__all__: list = []
