@@ -37,4 +37,5 @@ def test_every_chapter_page_shows_executed_figures_and_no_errors(site, chapter):
 
 
 def test_index_links_to_the_first_chapter(site):
-    assert "01_squished_memory.html" in (site / "index.html").read_text(encoding="utf-8")
+    assert "book/index.html" in (site / "index.html").read_text(encoding="utf-8")  # the root redirects
+    assert "01_squished_memory.html" in (site / "book" / "index.html").read_text(encoding="utf-8")
