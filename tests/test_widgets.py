@@ -24,3 +24,12 @@ def test_explorer_rejects_bad_arguments():
         widgets.explorer(lambda: None)
     with pytest.raises(ValueError):
         widgets.explorer(42, n=(1, 2))
+
+
+def test_explorer_starts_at_the_plot_functions_defaults():
+    def draw(n=4, kind="b"):
+        return plot.lines([0, 1], {kind: [0, n]})
+
+    ui = widgets.explorer(draw, n=(1, 9, 1), kind=["a", "b", "c"])
+    values = {c.description: c.value for c in ui.children if hasattr(c, "value") and c.description}
+    assert values == {"n": 4, "kind": "b"}

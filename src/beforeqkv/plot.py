@@ -53,14 +53,6 @@ def enable_notebook_display() -> bool:
 
 def use_book_style() -> None:
     """One style for every figure: readable fonts, light grid, no top/right spines."""
-    try:  # in Jupyter, show returned Figures as images: pyplot is never imported, so ask for it
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        if shell is not None and "inline" in str(matplotlib.get_backend()):
-            shell.run_line_magic("matplotlib", "inline")
-    except ImportError:  # pragma: no cover - plain Python without IPython
-        pass
     matplotlib.rcParams.update({
         "figure.figsize": (6.4, 3.6),
         "figure.dpi": 100,

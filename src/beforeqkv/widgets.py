@@ -6,6 +6,7 @@ or Colab the sliders redraw it.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 __all__ = ["explorer"]
@@ -42,6 +43,10 @@ def explorer(plot_fn: Callable, **controls):
             raise ValueError(f"plot_fn must return a matplotlib Figure, got {type(fig).__name__}")
         display(fig)
 
+    # Give the wrapper plot_fn's signature so sliders start at plot_fn's defaults
+    # (the values the static figure above was drawn with).
+    params = [p for name, p in inspect.signature(plot_fn).parameters.items() if name in controls]
+    show.__signature__ = inspect.Signature(params)
     ui = w.interactive(show, **controls)
     ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
     return ui

@@ -1,2 +1,84 @@
-"""(filled in by a later chapter)."""
-__all__: list = []
+"""Checkers for chapter 2 (book/02_keep_every_state.ipynb): the fixed-size fast-weight memory."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..attention import fast_weight_memory, linear_attention
+from ._core import compare, register_question
+
+__all__ = ["check_fast_weight_memory", "check_linear_attention"]
+
+
+def _memory_cases():
+    g = torch.Generator().manual_seed(2)
+    r = lambda *shape: torch.randn(*shape, generator=g)  # noqa: E731
+    return [
+        (r(5, 4), r(5, 4)),  # d_k = d_v first, so a transposed memory gets its hint
+        (r(6, 4), r(6, 3)),  # d_k = 4, d_v = 3: M is (3, 4)
+        (r(1, 3), r(1, 2)),  # one pair: M is a single outer product
+        (r(2, 7, 1), r(2, 7, 5)),  # a batch, d_k = 1
+    ]
+
+
+def check_fast_weight_memory(fn) -> None:
+    """Check ``fn(k, v) -> M = sum_j v_j k_j^T``: k (..., T, d_k), v (..., T, d_v) -> (..., d_v, d_k)."""
+    compare(
+        fn, fast_weight_memory, _memory_cases(), "fast_weight_memory",
+        mistakes={
+            "M = sum_j v_j k_j^T has shape (d_v, d_k): rows indexed by value dims. You built k v^T.":
+                lambda k, v: fast_weight_memory(k, v).transpose(-1, -2),
+            "add the outer products, do not average them (M = sum_j, not mean_j).":
+                lambda k, v: fast_weight_memory(k, v) / k.shape[-2],
+            "take the outer product of each pair, then sum; (sum_j v_j)(sum_j k_j)^T mixes "
+            "every value with every key.":
+                lambda k, v: torch.einsum("...v,...k->...vk", v.sum(-2), k.sum(-2)),
+        },
+    )
+
+
+def _read_cases():
+    g = torch.Generator().manual_seed(3)
+    r = lambda *shape: torch.randn(*shape, generator=g)  # noqa: E731
+    return [
+        (r(3, 4), r(5, 4), r(5, 4)),  # q (T_q, d_k), k (T_k, d_k), v (T_k, d_v)
+        (r(2, 3), r(6, 3), r(6, 2)),  # d_v != d_k
+        (r(1, 2), r(1, 2), r(1, 3)),  # one query, one pair
+        (r(2, 4, 1), r(2, 7, 1), r(2, 7, 3)),  # a batch, d_k = 1
+    ]
+
+
+def check_linear_attention(fn) -> None:
+    """Check ``fn(q, k, v) -> out_i = sum_j (k_j . q_i) v_j = M q_i``: -> (..., T_q, d_v)."""
+    ref = lambda q, k, v: linear_attention(q, k, v, fast=False)  # noqa: E731
+    compare(
+        fn, ref, _read_cases(), "linear_attention",
+        mistakes={
+            "linear attention has no softmax: the weights are the raw scores k_j . q_i.":
+                lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v,
+            "no 1/sqrt(d_k) scale here: out_i = sum_j (k_j . q_i) v_j.":
+                lambda q, k, v: ref(q, k, v) / math.sqrt(q.shape[-1]),
+            "do not normalise by the sum of the scores; the plain fast-weight read is M q.":
+                lambda q, k, v: ref(q, k, v) / (q @ k.transpose(-1, -2)).sum(-1, keepdim=True),
+            "read with M q (M is d_v x d_k), not with M^T q.":
+                lambda q, k, v: torch.einsum("...vk,...iv->...ik", fast_weight_memory(k, v), q),
+        },
+    )
+
+
+register_question(
+    "ch2_memory_numbers", 256,
+    "M = sum_j v_j k_j^T is d_v x d_k = 16 x 16 = 256 numbers after 4 pairs or after 1000: "
+    "writing a pair adds to M, it never makes M bigger. Softmax attention keeps all 1000 "
+    "keys and values instead: 1000 x (16 + 16) = 32000 numbers.",
+    tolerance=0.5,
+)
+register_question(
+    "ch2_bigger_memory", "higher",
+    "A d x d memory can hold d orthogonal keys without any crosstalk, and random keys interfere "
+    "less in more dimensions (k_i . k_j shrinks like 1/sqrt(d)). Growing d_k from 16 to 64 "
+    "quadruples the room, so recall at N = 64 goes up. But the memory still stops growing "
+    "at some size, while N can keep growing.",
+    choices=["higher", "lower", "the same"],
+)
