@@ -38,4 +38,14 @@ def sources(nb, kind):
 
 GLUE_USE = re.compile(r"\{glue:(?:text|)\}`([A-Za-z0-9_]+)")
 GLUE_DEF = re.compile(r"glue\(\s*[\"']([A-Za-z0-9_]+)[\"']")
-CITE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")
+GLUE_DEF_F = re.compile(r"glue\(\s*f(?:\"([^\"]+)\"|'([^']+)')")  # glue(f"ch4_{task}_{model}", ...)
+
+
+def glue_patterns(code: str):
+    """Regexes for every glue name a chapter's code can define (literal or f-string)."""
+    pats = [re.escape(n) for n in GLUE_DEF.findall(code)]
+    pats += [re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(f)) for f in map("".join, GLUE_DEF_F.findall(code))]
+    return [re.compile(p + "$") for p in pats]
+
+
+CITE = re.compile(r"\{(?:foot)?cite(?::[a-z]+)?\}`([^`]+)`")

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from _book import BOOK, CHAPTERS, CITE, GLUE_DEF, GLUE_USE, ROOT, read, sources, toc_files
+from _book import BOOK, CHAPTERS, CITE, GLUE_USE, ROOT, glue_patterns, read, sources, toc_files
 
 
 def test_there_are_chapters():
@@ -58,7 +58,8 @@ def test_chapter_follows_the_skeleton(path):
     assert "### BEGIN SOLUTION" in code and "### END SOLUTION" in code
     assert re.search(r"^assert ", code, re.M), "every claim needs an assert"
     assert "widgets.explorer(" in code, "needs an explorer (after a static figure)"
-    assert "{bibliography}" in md and ":filter: docname in docnames" in md
+    assert "{footbibliography}" in md, "end with the chapter's references: a footbibliography"
+    assert "{cite" not in md, "use {footcite:t} / {footcite:p} in chapters (per-page references, no duplicates)"
     assert "skip-execution" not in str([c.metadata for c in nb.cells])
 
 
@@ -66,11 +67,12 @@ def test_chapter_follows_the_skeleton(path):
 def test_every_glued_number_in_the_prose_is_computed(path):
     nb = read(path)
     used = set(GLUE_USE.findall("\n".join(sources(nb, "markdown"))))
-    defined = set(GLUE_DEF.findall("\n".join(sources(nb, "code"))))
+    patterns = glue_patterns("\n".join(sources(nb, "code")))
     assert used, "quote at least one measured number with {glue:text}"
-    assert used <= defined, f"glued in prose but never computed: {sorted(used - defined)}"
+    missing = sorted(u for u in used if not any(p.match(u) for p in patterns))
+    assert not missing, f"glued in prose but never computed: {missing}"
     prefix = f"ch{int(path.name[:2])}_"
-    assert all(name.startswith(prefix) for name in defined), f"glue names must start with {prefix}"
+    assert all(p.pattern.startswith(prefix) for p in patterns), f"glue names must start with {prefix}"
 
 
 def test_every_citation_is_in_the_bibliography():
