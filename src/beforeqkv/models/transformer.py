@@ -1,2 +1,230 @@
-"""(filled in by a later chapter)."""
-__all__: list = []
+"""One configurable Transformer block and a small GPT built from it (chapter 8).
+
+The block is attention + MLP, each wrapped in a residual connection and a norm:
+
+    pre-norm  (GPT-2, Llama):  x = x + attn(norm(x));  x = x + mlp(norm(x))
+    post-norm (2017, BERT):    x = norm(x + attn(x));  x = norm(x + mlp(x))
+
+Every option a real model of Part IV needs is a constructor argument, so MiniLM
+(post-LN, GELU, biases, learned positions) and SmolLM2 (RMSNorm, rotary positions,
+grouped key/value heads, SwiGLU, no biases, tied embeddings) load into this code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from ..attention import KVCache, MultiHeadAttention, rotary_tables
+from .blocks import ACTIVATIONS, MLP, NORMS, RMSNorm, make_norm
+from .recall import PairEmbedding
+
+__all__ = ["TransformerBlock", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"]
+
+POSITIONS = ("learned", "rotary", "none")
+
+
+class TransformerBlock(nn.Module):
+    """Attention then MLP, each with a residual connection and a norm (pre- or post-norm).
+
+    x: (B, T, d_model) -> (B, T, d_model). ``residual=False`` drops both skip
+    connections (the residual experiment of chapter 8); ``norm="none"`` drops the norms.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_mlp: int | None = None, n_kv_heads: int | None = None,
+                 d_head: int | None = None, norm: str = "layernorm", norm_eps: float = 1e-5, prenorm: bool = True,
+                 mlp: str = "gelu", bias: bool = True, residual: bool = True, fast: bool = True):
+        super().__init__()
+        if norm not in NORMS:
+            raise ValueError(f"unknown norm {norm!r}: choose one of {NORMS}")
+        if mlp not in ACTIVATIONS:
+            raise ValueError(f"unknown MLP activation {mlp!r}: choose one of {ACTIVATIONS}")
+        self.prenorm, self.residual = prenorm, residual
+        self.attn = MultiHeadAttention(d_model, n_heads, d_head=d_head, n_kv_heads=n_kv_heads, bias=bias, fast=fast)
+        self.mlp = MLP(d_model, 4 * d_model if d_mlp is None else d_mlp, activation=mlp, bias=bias)
+        self.norm_attn = make_norm(norm, d_model, norm_eps, bias)
+        self.norm_mlp = make_norm(norm, d_model, norm_eps, bias)
+
+    def _sublayer(self, x, fn, norm):
+        if self.prenorm:
+            out = fn(norm(x))
+            return x + out if self.residual else out
+        return norm(x + fn(x)) if self.residual else norm(fn(x))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, causal: bool = True, rope=None,
+                kv_cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
+        """mask: bool broadcastable to (B, H, T, T_k), True = may attend; rope: (cos, sin) (T, d_head)."""
+        attn = lambda h: self.attn(h, mask=mask, causal=causal, rope=rope, kv_cache=kv_cache, layer=layer)  # noqa: E731
+        x = self._sublayer(x, attn, self.norm_attn)  # (B, T, d_model)
+        return self._sublayer(x, self.mlp, self.norm_mlp)  # (B, T, d_model)
+
+
+@dataclass
+class GPTConfig:
+    """Sizes and options of a :class:`GPT`; the defaults are a small pre-LN GPT-2-style model."""
+
+    d_vocab: int
+    n_ctx: int
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    d_mlp: int | None = None  # default 4 * d_model
+    d_head: int | None = None  # default d_model // n_heads
+    n_kv_heads: int | None = None  # < n_heads: grouped key/value heads
+    norm: str = "layernorm"  # "layernorm" | "rmsnorm" | "none"
+    norm_eps: float = 1e-5
+    prenorm: bool = True
+    mlp: str = "gelu"  # "relu" | "gelu" | "gelu_tanh" | "swiglu"
+    bias: bool = True
+    positions: str = "learned"  # "learned" | "rotary" | "none"
+    rope_base: float = 10000.0
+    causal: bool = True  # False: an encoder (or the unmasked model of the mask experiment)
+    residual: bool = True
+    embed_norm: bool = False  # a norm right after the embeddings (BERT)
+    final_norm: bool | None = None  # a norm before the unembedding; default: = prenorm
+    tie_embeddings: bool = False  # W_U = W_E^T
+    fast: bool = True  # torch's fused attention kernel (False: the explicit teaching path)
+
+    def __post_init__(self):
+        for name in ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers"):
+            val = getattr(self, name)
+            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
+                raise ValueError(f"GPTConfig.{name} must be a positive int, got {val!r}")
+        if self.d_head is None and self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}: choose one of {NORMS}")
+        if self.mlp not in ACTIVATIONS:
+            raise ValueError(f"unknown MLP activation {self.mlp!r}: choose one of {ACTIVATIONS}")
+        if self.positions not in POSITIONS:
+            raise ValueError(f"unknown positions {self.positions!r}: choose one of {POSITIONS}")
+        if self.final_norm is None:
+            self.final_norm = self.prenorm
+
+
+class GPT(nn.Module):
+    """A decoder-only Transformer: embed, ``n_layers`` blocks, unembed (chapter 8).
+
+    ``forward(tokens)``: (B, T) ints -> logits (B, T, d_vocab). With ``kv_cache=`` the
+    tokens continue the cached ones (positions are offset by the cache length).
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise ValueError(f"GPT needs a GPTConfig, got {type(config).__name__}")
+        self.config = c = config
+        self.W_E = nn.Embedding(c.d_vocab, c.d_model)
+        self.W_pos = nn.Embedding(c.n_ctx, c.d_model) if c.positions == "learned" else None
+        self.norm_embed = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.embed_norm else nn.Identity()
+        self.blocks = nn.ModuleList([
+            TransformerBlock(c.d_model, c.n_heads, c.d_mlp, c.n_kv_heads, c.d_head, c.norm, c.norm_eps, c.prenorm,
+                             c.mlp, c.bias, c.residual, c.fast) for _ in range(c.n_layers)])
+        self.norm_final = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.final_norm else nn.Identity()
+        self.W_U = nn.Linear(c.d_model, c.d_vocab, bias=False)
+        if c.positions == "rotary":
+            cos, sin = rotary_tables(c.n_ctx, self.blocks[0].attn.d_head, base=c.rope_base)
+            self.register_buffer("rope_cos", cos, persistent=False)  # (n_ctx, d_head)
+            self.register_buffer("rope_sin", sin, persistent=False)
+        if c.tie_embeddings:
+            self.W_U.weight = self.W_E.weight  # (d_vocab, d_model), shared
+
+    def hidden_states(self, tokens: torch.Tensor, mask: torch.Tensor | None = None,
+                      kv_cache: KVCache | None = None) -> torch.Tensor:
+        """The residual stream after the last block (and final norm): (B, T) -> (B, T, d_model)."""
+        c = self.config
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"tokens must be a (B, T) integer tensor, got {getattr(tokens, 'shape', tokens)!r}")
+        offset = 0 if kv_cache is None else kv_cache.length(0)
+        t = tokens.shape[1]
+        if offset + t > c.n_ctx:
+            raise ValueError(f"{offset + t} tokens (cache {offset} + new {t}) exceed the context n_ctx={c.n_ctx}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= c.d_vocab):
+            raise ValueError(f"token ids must be in [0, {c.d_vocab}), got {tokens.min().item()}..{tokens.max().item()}")
+        pos = torch.arange(offset, offset + t, device=tokens.device)  # (T,)
+        x = self.W_E(tokens)  # (B, T, d_model)
+        if self.W_pos is not None:
+            x = x + self.W_pos(pos)  # (B, T, d_model)
+        rope = (self.rope_cos[pos], self.rope_sin[pos]) if c.positions == "rotary" else None  # (T, d_head)
+        x = self.norm_embed(x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask=mask, causal=c.causal, rope=rope, kv_cache=kv_cache, layer=i)
+        return self.norm_final(x)  # (B, T, d_model)
+
+    def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None,
+                kv_cache: KVCache | None = None) -> torch.Tensor:
+        """tokens: (B, T) ints -> logits (B, T, d_vocab)."""
+        return self.W_U(self.hidden_states(tokens, mask, kv_cache))  # (B, T, d_vocab)
+
+    @torch.no_grad()
+    def generate(self, tokens: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Sample ``max_new_tokens`` tokens after ``tokens`` (B, T0) or (T0,); returns prompt + new.
+
+        Uses a KV cache: each new token runs through the model alone and attends to the
+        cached keys and values. Once the sequence outgrows ``n_ctx`` each step re-reads
+        the last ``n_ctx`` tokens without a cache (learned positions cannot slide).
+        ``temperature=0`` picks the most likely token; ``top_k`` keeps the k best.
+        """
+        if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+            raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
+        if not self.config.causal:
+            raise ValueError("generate() needs a causal model (config.causal=True)")
+        squeeze = tokens.dim() == 1
+        seq = tokens.unsqueeze(0) if squeeze else tokens  # (B, T0)
+        n_ctx = self.config.n_ctx
+        if seq.shape[1] < 1:
+            raise ValueError("generate() needs at least one prompt token")
+        was_training = self.training
+        self.eval()
+        cache = KVCache()
+        logits = self(seq[:, -n_ctx:], kv_cache=cache)[:, -1]  # (B, d_vocab)
+        for _ in range(max_new_tokens):
+            nxt = _sample(logits, temperature, top_k, generator).to(seq.device)  # (B, 1)
+            seq = torch.cat([seq, nxt], dim=1)  # (B, T + 1)
+            if cache is not None and cache.length(0) < n_ctx:
+                logits = self(nxt, kv_cache=cache)[:, -1]  # (B, d_vocab)
+            else:
+                cache = None
+                logits = self(seq[:, -n_ctx:])[:, -1]
+        self.train(was_training)
+        return seq[0] if squeeze else seq
+
+
+def _sample(logits, temperature, top_k, generator):
+    """Next token (B, 1) from logits (B, V); sampled on the CPU so any generator works."""
+    logits = logits.float().cpu()
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    logits = logits / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)  # (B, 1)
+
+
+class RecallTransformer(nn.Module):
+    """Associative recall with a stack of blocks: pair tokens then the query, read at the end.
+
+    ``model(keys, values, query)`` -> logits (B, n_values); the residual experiment of chapter 8.
+    """
+
+    def __init__(self, d_model: int = 32, n_heads: int = 2, n_layers: int = 8, n_keys: int = 64,
+                 n_values: int = 16, **block_options):
+        super().__init__()
+        self.embed = PairEmbedding(d_model, n_keys, n_values)
+        self.blocks = nn.ModuleList([TransformerBlock(d_model, n_heads, **block_options) for _ in range(n_layers)])
+        self.norm_final = make_norm(block_options.get("norm", "layernorm"), d_model)
+        self.readout = nn.Linear(d_model, n_values)
+
+    def forward(self, keys, values, query):
+        pairs, q = self.embed(keys, values, query)  # (B, N, d), (B, d)
+        x = torch.cat([pairs, q.unsqueeze(1)], dim=1)  # (B, N + 1, d)
+        for block in self.blocks:
+            x = block(x, causal=False)
+        return self.readout(self.norm_final(x[:, -1]))  # (B, n_values)

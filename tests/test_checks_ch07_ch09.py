@@ -1,0 +1,117 @@
+"""The chapter 7 and 9 checkers pass the canonical answers and reject typical mistakes with a hint."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from beforeqkv import attention, checks, saturation
+from beforeqkv.checks import CheckFailure
+
+
+# ------------------------------------------------------------------ chapter 7
+def test_check_scaled_scores_passes_the_package_version(capsys):
+    checks.check_scaled_scores(lambda q, k: attention.attention_scores(q, k))
+    assert "\u2713" in capsys.readouterr().out
+
+
+def test_check_scaled_scores_passes_an_einsum_version():
+    checks.check_scaled_scores(lambda q, k: torch.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1]))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda q, k: q @ k.transpose(-1, -2), "not scaled"),
+    (lambda q, k: q @ k.transpose(-1, -2) / q.shape[-1], "square root"),
+    (lambda q, k: q @ k.transpose(-1, -2) / math.sqrt(k.shape[-2]), "width d_head"),
+])
+def test_check_scaled_scores_rejects_typical_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_scaled_scores(wrong)
+
+
+def test_check_scaled_scores_catches_in_place_changes():
+    def scales_q_in_place(q, k):
+        q /= math.sqrt(q.shape[-1])
+        return q @ k.transpose(-1, -2)
+
+    with pytest.raises(CheckFailure, match="in place"):
+        checks.check_scaled_scores(scales_q_in_place)
+
+
+def test_check_softmax_jacobian_passes_the_package_version():
+    checks.check_softmax_jacobian(saturation.softmax_jacobian)
+
+
+def test_check_softmax_jacobian_passes_an_explicit_version():
+    checks.check_softmax_jacobian(lambda a: torch.diag_embed(a) - torch.einsum("...i,...j->...ij", a, a))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda a: -a.unsqueeze(-1) * a.unsqueeze(-2), "diagonal is missing"),
+    (lambda a: torch.diag_embed(a * (1 - a)), "off-diagonal"),
+    (lambda a: a.unsqueeze(-1) * a.unsqueeze(-2) - torch.diag_embed(a), "sign"),
+])
+def test_check_softmax_jacobian_rejects_typical_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_softmax_jacobian(wrong)
+
+
+def test_check_softmax_jacobian_reports_an_unrecognised_mistake():
+    with pytest.raises(CheckFailure, match="wrong values"):
+        checks.check_softmax_jacobian(lambda a: torch.diag_embed(a) - 2 * a.unsqueeze(-1) * a.unsqueeze(-2))
+
+
+def test_ch7_prediction_is_registered_and_checked():
+    checks.check_prediction("ch7_one_over_d", "near-uniform")
+    with pytest.raises(CheckFailure):
+        checks.check_prediction("ch7_one_over_d", "saturated")
+    with pytest.raises(CheckFailure, match="one of"):
+        checks.check_prediction("ch7_one_over_d", "maybe")
+
+
+def test_ch7_prediction_answer_is_what_the_measurement_shows():
+    s = saturation.random_scores(1024, n_queries=500, generator=torch.Generator().manual_seed(0)) / 1024
+    stats = saturation.saturation_stats(s)
+    assert stats["frac_saturated"] == 0 and stats["median_max_weight"] < 2 / 32
+
+
+# ------------------------------------------------------------------ chapter 9
+def ffn_as_slots(x, W_in, b_in, W_out, b_out):
+    out = b_out.expand(*x.shape[:-1], -1).clone()
+    for u in range(W_in.shape[0]):
+        out = out + F.relu(x @ W_in[u] + b_in[u]).unsqueeze(-1) * W_out[:, u]
+    return out
+
+
+def test_check_ffn_as_slots_passes_a_loop_over_slots(capsys):
+    checks.check_ffn_as_slots(ffn_as_slots)
+    assert "\u2713" in capsys.readouterr().out
+
+
+def test_check_ffn_as_slots_passes_the_plain_mlp():
+    checks.check_ffn_as_slots(lambda x, Wi, bi, Wo, bo: F.linear(F.relu(F.linear(x, Wi, bi)), Wo, bo))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, Wi, bi, Wo, bo: torch.softmax(x @ Wi.T + bi, -1) @ Wo.T + bo, "softmax"),
+    (lambda x, Wi, bi, Wo, bo: F.relu(x @ Wi.T) @ Wo.T + bo, "slot biases"),
+    (lambda x, Wi, bi, Wo, bo: F.relu(x @ Wi.T + bi) @ Wo.T, "output bias"),
+    (lambda x, Wi, bi, Wo, bo: (x @ Wi.T + bi) @ Wo.T + bo, "ReLU is missing"),
+])
+def test_check_ffn_as_slots_rejects_typical_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_ffn_as_slots(wrong)
+
+
+def test_check_ffn_as_slots_explains_rows_versus_columns_of_w_out():
+    with pytest.raises(CheckFailure, match="columns"):
+        checks.check_ffn_as_slots(lambda x, Wi, bi, Wo, bo: F.relu(x @ Wi.T + bi) @ Wo + bo)
+
+
+def test_ch9_prediction_accepts_numbers_within_tolerance():
+    checks.check_prediction("ch9_handwritten_4m", 0.3)
+    checks.check_prediction("ch9_handwritten_4m", 0.25)
+    with pytest.raises(CheckFailure):
+        checks.check_prediction("ch9_handwritten_4m", 0.75)
+    with pytest.raises(CheckFailure, match="number"):
+        checks.check_prediction("ch9_handwritten_4m", "a quarter")

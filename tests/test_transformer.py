@@ -1,0 +1,235 @@
+"""Tests for the Transformer block and the GPT (chapter 8)."""
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from beforeqkv import attention, models
+from beforeqkv.attention import KVCache
+from beforeqkv.models import GPT, GPTConfig, MLP, RecallTransformer, TransformerBlock
+
+TINY = dict(d_vocab=11, n_ctx=12, d_model=16, n_heads=4, n_layers=2)
+VARIANTS = {
+    "gpt2-like": dict(),
+    "rotary+gqa": dict(positions="rotary", n_kv_heads=2, norm="rmsnorm", mlp="swiglu", bias=False,
+                       tie_embeddings=True),
+    "post-norm": dict(prenorm=False, embed_norm=True, mlp="relu"),
+}
+
+
+def _gpt(seed=0, **overrides):
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(**{**TINY, **overrides})).eval()
+
+
+def _tokens(gen, b=3, t=12, v=11):
+    return torch.randint(v, (b, t), generator=gen)
+
+
+# ------------------------------------------------------------------ reference parity
+@pytest.mark.parametrize("causal", [False, True])
+def test_package_attention_matches_torch_sdpa(seed, causal):
+    q, k, v = (torch.randn(2, 3, 7, 5) for _ in range(3))
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    for fast in (True, False):
+        got = attention.scaled_dot_product_attention(q, k, v, causal=causal, fast=fast)
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_block_attention_matches_nn_multihead_attention_with_copied_weights(seed, causal):
+    block = TransformerBlock(d_model=12, n_heads=3, bias=True)
+    for p in block.parameters():  # non-zero biases too
+        nn.init.normal_(p, std=0.3)
+    attn = block.attn
+    ref = nn.MultiheadAttention(12, 3, bias=True, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([attn.W_Q.weight, attn.W_K.weight, attn.W_V.weight]))  # (3d, d)
+        ref.in_proj_bias.copy_(torch.cat([attn.W_Q.bias, attn.W_K.bias, attn.W_V.bias]))
+        ref.out_proj.weight.copy_(attn.W_O.weight)
+        ref.out_proj.bias.copy_(attn.W_O.bias)
+    x = torch.randn(2, 6, 12)
+    blocked = ~attention.causal_mask(6) if causal else None  # nn.MultiheadAttention: True = blocked
+    want, _ = ref(x, x, x, attn_mask=blocked, need_weights=False)
+    torch.testing.assert_close(attn(x, causal=causal), want, atol=1e-5, rtol=1e-4)
+
+
+def test_prenorm_block_is_x_plus_attn_then_x_plus_mlp(seed):
+    block = TransformerBlock(d_model=8, n_heads=2).eval()
+    x = torch.randn(2, 5, 8)
+    h = x + block.attn(block.norm_attn(x), causal=True)
+    want = h + block.mlp(block.norm_mlp(h))
+    torch.testing.assert_close(block(x), want)
+
+
+def test_postnorm_block_output_is_layer_normalised(seed):
+    block = TransformerBlock(d_model=8, n_heads=2, prenorm=False).eval()
+    y = block(torch.randn(2, 5, 8) * 3)
+    torch.testing.assert_close(y.mean(-1), torch.zeros(2, 5), atol=1e-5, rtol=0)
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(2, 5), atol=1e-3, rtol=0)
+
+
+def test_block_without_residual_forgets_its_input(seed):
+    block = TransformerBlock(d_model=8, n_heads=2, residual=False, norm="none").eval()
+    for lin in (block.mlp.W_out,):
+        nn.init.zeros_(lin.weight)
+        nn.init.zeros_(lin.bias)
+    assert block(torch.randn(1, 4, 8)).abs().max() == 0  # nothing of x survives a zero MLP
+    block.residual = True
+    x = torch.randn(1, 4, 8)
+    assert not torch.allclose(block(x), torch.zeros_like(x))
+
+
+# ------------------------------------------------------------------ GPT
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_parallel_forward_equals_token_by_token_with_kv_cache(gen, variant):
+    model = _gpt(**VARIANTS[variant])
+    x = _tokens(gen)
+    with torch.no_grad():
+        full = model(x)  # (B, T, V)
+        cache = KVCache()
+        steps = torch.cat([model(x[:, t:t + 1], kv_cache=cache) for t in range(x.shape[1])], dim=1)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
+    assert cache.length(0) == x.shape[1]
+
+
+def test_kv_cache_prefill_then_single_tokens_equals_parallel(gen):
+    model = _gpt(positions="rotary")
+    x = _tokens(gen)
+    with torch.no_grad():
+        cache = KVCache()
+        out = torch.cat([model(x[:, :7], kv_cache=cache)] + [model(x[:, t:t + 1], kv_cache=cache)
+                                                             for t in range(7, 12)], dim=1)
+        torch.testing.assert_close(out, model(x), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_causal_gpt_ignores_perturbed_future_tokens(gen, variant):
+    model = _gpt(**VARIANTS[variant])
+    x = _tokens(gen)
+    y = x.clone()
+    y[:, 6:] = (y[:, 6:] + 1) % TINY["d_vocab"]  # change every token from position 6 on
+    with torch.no_grad():
+        a, b = model(x), model(y)
+    torch.testing.assert_close(a[:, :6], b[:, :6])
+    assert (a[:, 6:] - b[:, 6:]).abs().max() > 1e-3
+
+
+def test_unmasked_gpt_sees_future_tokens(gen):
+    model = _gpt(causal=False)
+    x = _tokens(gen)
+    y = x.clone()
+    y[:, -1] = (y[:, -1] + 1) % TINY["d_vocab"]
+    with torch.no_grad():
+        assert (model(x)[:, 0] - model(y)[:, 0]).abs().max() > 1e-4
+
+
+def test_gpt_runs_on_device(device, gen):
+    model = _gpt().to(device)
+    out = model(_tokens(gen).to(device))
+    assert out.shape == (3, 12, TINY["d_vocab"]) and out.device.type == device.type
+    assert model.generate(torch.tensor([1, 2], device=device), 3).shape == (5,)
+
+
+def test_tied_embeddings_share_one_matrix():
+    model = _gpt(tie_embeddings=True)
+    assert model.W_U.weight is model.W_E.weight
+    assert sum(p.numel() for p in model.parameters()) < sum(p.numel() for p in _gpt().parameters())
+
+
+def test_rotary_gpt_has_no_position_table_and_no_rotary_in_state_dict():
+    model = _gpt(positions="rotary")
+    assert model.W_pos is None
+    assert not any("rope" in k for k in model.state_dict())
+
+
+# ------------------------------------------------------------------ generation
+def test_generate_same_seed_gives_same_text():
+    model = _gpt()
+    prompt = torch.tensor([[1, 2, 3]])
+    a = model.generate(prompt, 20, generator=torch.Generator().manual_seed(5))
+    b = model.generate(prompt, 20, generator=torch.Generator().manual_seed(5))
+    c = model.generate(prompt, 20, generator=torch.Generator().manual_seed(6))
+    assert a.shape == (1, 23) and torch.equal(a, b) and not torch.equal(a, c)
+    assert torch.equal(a[:, :3], prompt)
+
+
+def test_greedy_generation_follows_argmax_of_parallel_forward():
+    model = _gpt(positions="rotary", n_kv_heads=1)
+    out = model.generate(torch.tensor([4, 5]), 6, temperature=0)  # (8,)
+    with torch.no_grad():
+        logits = model(out.unsqueeze(0))[0]  # (8, V)
+    assert torch.equal(logits[1:-1].argmax(-1), out[2:])
+
+
+def test_generate_beyond_context_keeps_going_with_a_window():
+    model = _gpt()
+    out = model.generate(torch.tensor([1]), 30, temperature=0)  # n_ctx = 12
+    assert out.shape == (31,)
+    with torch.no_grad():
+        last = model(out[-13:-1].unsqueeze(0))[0, -1].argmax()  # (the last 12 tokens predict the next)
+    assert last == out[-1]
+
+
+def test_top_k_one_is_greedy():
+    model = _gpt()
+    a = model.generate(torch.tensor([3]), 8, top_k=1, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(a, model.generate(torch.tensor([3]), 8, temperature=0))
+
+
+def test_recall_transformer_gives_logits_per_value():
+    model = RecallTransformer(d_model=8, n_heads=2, n_layers=2, residual=False)
+    keys, values = torch.tensor([[1, 5, 9]]), torch.tensor([[2, 0, 3]])
+    assert model(keys, values, torch.tensor([5])).shape == (1, 16)
+
+
+# ------------------------------------------------------------------ errors
+def test_tokens_beyond_context_raise():
+    model = _gpt()
+    with pytest.raises(ValueError, match="n_ctx"):
+        model(torch.zeros(1, 13, dtype=torch.long))
+    cache = KVCache()
+    model(torch.zeros(1, 10, dtype=torch.long), kv_cache=cache)
+    with pytest.raises(ValueError, match="cache 10"):
+        model(torch.zeros(1, 3, dtype=torch.long), kv_cache=cache)
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (dict(d_model=10, n_heads=4), "divisible"),
+    (dict(norm="batchnorm"), "unknown norm"),
+    (dict(mlp="tanh"), "unknown MLP"),
+    (dict(positions="sinusoidal"), "unknown positions"),
+    (dict(n_layers=0), "n_layers"),
+    (dict(n_kv_heads=3), "multiple of n_kv_heads"),
+])
+def test_bad_config_raises_a_clear_error(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        GPT(GPTConfig(**{**TINY, **overrides}))
+
+
+def test_bad_inputs_raise_clear_errors():
+    model = _gpt()
+    with pytest.raises(ValueError, match="integer"):
+        model(torch.zeros(1, 3))
+    with pytest.raises(ValueError, match=r"\[0, 11\)"):
+        model(torch.tensor([[0, 11]]))
+    with pytest.raises(ValueError, match="temperature"):
+        model.generate(torch.tensor([1]), 3, temperature=-1)
+    with pytest.raises(ValueError, match="top_k"):
+        model.generate(torch.tensor([1]), 3, top_k=0)
+    with pytest.raises(ValueError, match="causal"):
+        _gpt(causal=False).generate(torch.tensor([1]), 3)
+    with pytest.raises(ValueError, match="unknown norm"):
+        TransformerBlock(8, 2, norm="layer")
+    with pytest.raises(ValueError, match="unknown MLP"):
+        MLP(8, 16, activation="swish")
+    with pytest.raises(ValueError, match="GPTConfig"):
+        GPT(dict(TINY))
+
+
+def test_models_namespace_exports_the_transformer():
+    for name in ("TransformerBlock", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"):
+        assert hasattr(models, name)
+    assert math.isclose(GPTConfig(**TINY).final_norm, True)
