@@ -133,42 +133,33 @@ def train(model: nn.Module, batch_fn: Callable, steps: int, lr: float = 3e-3, op
 
 
 @torch.no_grad()
+def _per_chunk(model: nn.Module, batch, batch_size: int, device, score) -> float:
+    """Average ``score(logits, target) -> (sum, count)`` over a fixed batch, in chunks, in eval mode."""
+    inputs, target = batch
+    if device is None:
+        device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    try:
+        for start in range(0, target.shape[0], batch_size):
+            sl = slice(start, start + batch_size)
+            x = tuple(t[sl] for t in inputs) if isinstance(inputs, (tuple, list)) else inputs[sl]
+            y = target[sl].to(device)
+            s, c = score(_call(model, move(x, device)), y)
+            total, count = total + s, count + c
+    finally:
+        model.train(was_training)
+    return total / count
+
+
 def accuracy(model: nn.Module, batch, batch_size: int = 1000, device=None) -> float:
     """Fraction of examples where ``argmax model(*inputs) == target`` (over all positions)."""
-    inputs, target = batch
-    if device is None:
-        device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    n = target.shape[0]
-    correct = 0
-    total = 0
-    for start in range(0, n, batch_size):
-        sl = slice(start, start + batch_size)
-        x = tuple(t[sl] for t in inputs) if isinstance(inputs, (tuple, list)) else inputs[sl]
-        y = target[sl].to(device)
-        pred = _call(model, move(x, device)).argmax(dim=-1)
-        correct += (pred == y).sum().item()
-        total += y.numel()
-    model.train(was_training)
-    return correct / total
+    return _per_chunk(model, batch, batch_size, device,
+                      lambda logits, y: ((logits.argmax(dim=-1) == y).sum().item(), y.numel()))
 
 
-@torch.no_grad()
 def evaluate_loss(model: nn.Module, batch, batch_size: int = 1000, device=None) -> float:
     """Mean cross-entropy (nats) of ``model`` on a fixed batch ``(inputs, target)``."""
-    inputs, target = batch
-    if device is None:
-        device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    n = target.shape[0]
-    total, count = 0.0, 0
-    for start in range(0, n, batch_size):
-        sl = slice(start, start + batch_size)
-        x = tuple(t[sl] for t in inputs) if isinstance(inputs, (tuple, list)) else inputs[sl]
-        y = target[sl].to(device)
-        total += cross_entropy(_call(model, move(x, device)), y).item() * y.numel()
-        count += y.numel()
-    model.train(was_training)
-    return total / count
+    return _per_chunk(model, batch, batch_size, device,
+                      lambda logits, y: (cross_entropy(logits, y).item() * y.numel(), y.numel()))
