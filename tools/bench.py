@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 
 def run(path: Path) -> tuple[float, str]:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
     try:
