@@ -16,6 +16,8 @@ import random
 import numpy as np
 import torch
 
+from ._validate import check_positive
+
 __version__ = "0.1.0"
 
 __all__ = ["get_device", "setup", "seed_everything", "glue", "__version__"]
@@ -79,8 +81,7 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
     """
     if threads is None:
         threads = int(os.environ.get("BEFOREQKV_THREADS", "1"))
-    if not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    check_positive(threads=threads)
     torch.set_num_threads(threads)
     flushed = bool(torch.set_flush_denormal(True))
     if plot_style:

@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ._validate import check_positive
+
 __all__ = [
     "attention_scores",
     "causal_mask",
@@ -87,9 +89,7 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
     ``t_q`` positions. Derived in chapter 8.
     """
     t_k = t_q if t_k is None else t_k
-    for name, t in (("t_q", t_q), ("t_k", t_k)):
-        if not isinstance(t, int) or t < 1:
-            raise ValueError(f"{name} must be a positive int, got {t!r}")
+    check_positive(t_q=t_q, t_k=t_k)
     if t_k < t_q:
         raise ValueError(f"causal mask needs t_k >= t_q, got t_q={t_q}, t_k={t_k}")
     i = torch.arange(t_q, device=device).unsqueeze(1) + (t_k - t_q)  # (T_q, 1)
@@ -230,9 +230,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_head: int | None = None, n_kv_heads: int | None = None,
                  bias: bool = False, scale: float | None = None, fast: bool = True):
         super().__init__()
-        for name, val in (("d_model", d_model), ("n_heads", n_heads)):
-            if not isinstance(val, int) or val < 1:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        check_positive(d_model=d_model, n_heads=n_heads)
         if d_head is None:
             if d_model % n_heads:
                 raise ValueError(

@@ -16,6 +16,8 @@ import time
 
 import torch
 
+from ._validate import check_positive
+
 __all__ = ["sequential_depth", "compute_steps", "time_forward_backward"]
 
 _LEAF = "AccumulateGrad"  # the node that deposits a gradient into a leaf tensor: not an operation
@@ -66,9 +68,7 @@ def compute_steps(n_layers: int, n_tokens: int, recurrent: bool) -> torch.Tensor
     Returns an int64 tensor (n_layers, n_tokens). The largest entry is
     ``n_layers + n_tokens - 1`` with recurrence and ``n_layers`` without it.
     """
-    for name, val in (("n_layers", n_layers), ("n_tokens", n_tokens)):
-        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-            raise ValueError(f"{name} must be a positive int, got {val!r}")
+    check_positive(n_layers=n_layers, n_tokens=n_tokens)
     steps = torch.zeros(n_layers + 1, n_tokens, dtype=torch.int64)  # row 0: the inputs, step 0
     for layer in range(1, n_layers + 1):
         for t in range(n_tokens):

@@ -26,6 +26,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ._validate import check_positive
+from .attention import attention_scores
+
 __all__ = [
     "bilinear_scores", "dot_scores", "self_weight",
     "DotScore", "SharedProjection", "SymmetricBilinear", "CosineScore", "BilinearScore", "QKScore",
@@ -57,7 +60,7 @@ def dot_scores(x_q: torch.Tensor, x_k: torch.Tensor | None = None, scale: float 
     x_q: (..., T_q, d), x_k: (..., T_k, d) -> (..., T_q, T_k). Chapter 5.
     """
     x_k = _check_pair(x_q, x_k)
-    return torch.einsum("...id,...jd->...ij", x_q, x_k) * scale  # (..., T_q, T_k)
+    return attention_scores(x_q, x_k, scale=scale)  # (..., T_q, T_k)
 
 
 def bilinear_scores(x_q: torch.Tensor, x_k: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
@@ -87,8 +90,7 @@ class _Score(nn.Module):
 
     def __init__(self, d_model: int):
         super().__init__()
-        if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model < 1:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+        check_positive(d_model=d_model)
         self.d_model = d_model
         self.scale = 1.0 / math.sqrt(d_model)
 
@@ -125,8 +127,7 @@ class SharedProjection(_Score):
     def __init__(self, d_model: int, d_head: int | None = None):
         super().__init__(d_model)
         d_head = d_model if d_head is None else d_head
-        if not isinstance(d_head, int) or d_head < 1:
-            raise ValueError(f"d_head must be a positive int, got {d_head!r}")
+        check_positive(d_head=d_head)
         self.W = nn.Linear(d_model, d_head, bias=False)  # weight (d_head, d)
         self.scale = 1.0 / math.sqrt(d_head)
 
@@ -198,8 +199,7 @@ class QKScore(_Score):
 
     def __init__(self, d_model: int, rank: int):
         super().__init__(d_model)
-        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
-            raise ValueError(f"rank must be a positive int, got {rank!r}")
+        check_positive(rank=rank)
         self.rank = rank
         self.W_Q = nn.Linear(d_model, rank, bias=False)  # weight (r, d)
         self.W_K = nn.Linear(d_model, rank, bias=False)  # weight (r, d)

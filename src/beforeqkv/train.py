@@ -17,6 +17,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ._validate import check_positive
+
 __all__ = ["History", "train", "accuracy", "evaluate_loss", "cross_entropy", "move"]
 
 
@@ -87,8 +89,7 @@ def train(model: nn.Module, batch_fn: Callable, steps: int, lr: float = 3e-3, op
     loss_fn(model, inputs, target) -> scalar; default: cross-entropy of ``model(*inputs)``.
     device: where to train (default: where the model's parameters are).
     """
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    check_positive(steps=steps)
     if not callable(batch_fn):
         raise ValueError("batch_fn must be callable: batch_fn(generator) -> (inputs, target)")
     params = [p for p in model.parameters() if p.requires_grad]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from .._validate import check_positive
 
 __all__ = ["RMSNorm", "MLP", "make_norm", "NORMS", "ACTIVATIONS"]
 
@@ -55,9 +56,7 @@ class MLP(nn.Module):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown MLP activation {activation!r}: choose one of {ACTIVATIONS}")
-        for name, val in (("d_model", d_model), ("d_mlp", d_mlp)):
-            if not isinstance(val, int) or val < 1:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        check_positive(d_model=d_model, d_mlp=d_mlp)
         self.activation = activation
         self.W_in = nn.Linear(d_model, d_mlp, bias=bias)
         self.W_gate = nn.Linear(d_model, d_mlp, bias=bias) if activation == "swiglu" else None

@@ -12,6 +12,7 @@ import torch.nn as nn
 
 from ..attention import MultiHeadAttention
 from ..tasks.ring import ring_neighbors
+from .._validate import check_positive
 
 __all__ = ["RingHeads", "PerPairGenerator", "ov_matrices", "per_pair_matrices", "mix_per_pair",
            "ring_accuracy", "routing_profile"]
@@ -41,9 +42,7 @@ class RingHeads(nn.Module):
     def __init__(self, n_heads: int = 2, d_model: int = 32, width: int = 16, n_items: int = 32,
                  n_payloads: int = 8, bias: bool = True):
         super().__init__()
-        for name, val in (("n_heads", n_heads), ("width", width), ("d_model", d_model)):
-            if not isinstance(val, int) or val < 1:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        check_positive(n_heads=n_heads, width=width, d_model=d_model)
         if width % n_heads:
             raise ValueError(f"width={width} (n_heads * d_head) is not divisible by n_heads={n_heads}")
         self.n_items, self.n_payloads = n_items, n_payloads

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from .._validate import check_positive
 
 __all__ = ["slot_attention", "MLPMemory", "handwritten_memory", "SLOT_NORMALISATIONS"]
 
@@ -55,9 +56,7 @@ class MLPMemory(nn.Module):
 
     def __init__(self, d_model: int = 32, d_mlp: int = 16, d_out: int = 16, normalise: str = "relu"):
         super().__init__()
-        for name, val in (("d_model", d_model), ("d_mlp", d_mlp), ("d_out", d_out)):
-            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        check_positive(d_model=d_model, d_mlp=d_mlp, d_out=d_out)
         if normalise not in SLOT_NORMALISATIONS:
             raise ValueError(f"normalise must be one of {SLOT_NORMALISATIONS}, got {normalise!r}")
         self.normalise = normalise

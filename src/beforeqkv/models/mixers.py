@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 
 from .. import scores as _scores
+from .._validate import check_positive
 
 __all__ = ["StaticMixer", "ContentMixer", "TriadModel"]
 
@@ -38,10 +39,7 @@ class _QueryMixer(nn.Module):
     def __init__(self, n_ctx: int = 16, d_vocab: int = 16, n_queries: int = 16, d_model: int = 32,
                  d_mlp: int = 64, positions: bool = True):
         super().__init__()
-        for name, val in (("n_ctx", n_ctx), ("d_vocab", d_vocab), ("n_queries", n_queries),
-                          ("d_model", d_model), ("d_mlp", d_mlp)):
-            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        check_positive(n_ctx=n_ctx, d_vocab=d_vocab, n_queries=n_queries, d_model=d_model, d_mlp=d_mlp)
         self.n_ctx, self.d_vocab, self.n_queries, self.d_model = n_ctx, d_vocab, n_queries, d_model
         self.positions = positions
         self.E = nn.Embedding(d_vocab, d_model)
@@ -135,9 +133,7 @@ class TriadModel(nn.Module):
 
     def __init__(self, score="full bilinear", n_items: int = 24, n_payloads: int = 8, d_model: int = 32):
         super().__init__()
-        for name, val in (("n_items", n_items), ("n_payloads", n_payloads), ("d_model", d_model)):
-            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        check_positive(n_items=n_items, n_payloads=n_payloads, d_model=d_model)
         if isinstance(score, str):
             score = _scores.make_score(score, d_model)
         if not isinstance(score, nn.Module) or getattr(score, "d_model", d_model) != d_model:

@@ -15,14 +15,10 @@ import torch
 import torch.nn as nn
 
 from ..attention import attend, causal_mask, scaled_dot_product_attention
+from .._validate import check_positive
 
 __all__ = ["LoopRNN", "AttentionMixer"]
 
-
-def _check_positive(**kwargs) -> None:
-    for name, val in kwargs.items():
-        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-            raise ValueError(f"{name} must be a positive int, got {val!r}")
 
 
 def _check_sequence(x, d_model: int) -> None:
@@ -48,7 +44,7 @@ class LoopRNN(nn.Module):
     def __init__(self, d_model: int = 32, hidden: int | None = None):
         super().__init__()
         hidden = d_model if hidden is None else hidden
-        _check_positive(d_model=d_model, hidden=hidden)
+        check_positive(d_model=d_model, hidden=hidden)
         self.d_model, self.hidden = d_model, hidden
         self.cell = nn.RNNCell(d_model, hidden)
 
@@ -74,7 +70,7 @@ class AttentionMixer(nn.Module):
 
     def __init__(self, d_model: int = 32, causal: bool = True, fast: bool = False):
         super().__init__()
-        _check_positive(d_model=d_model)
+        check_positive(d_model=d_model)
         self.d_model, self.causal, self.fast = d_model, causal, fast
         self.W_Q = nn.Linear(d_model, d_model, bias=False)
         self.W_K = nn.Linear(d_model, d_model, bias=False)

@@ -19,6 +19,7 @@ import torch.nn as nn
 from ..attention import KVCache, MultiHeadAttention, rotary_tables
 from .blocks import ACTIVATIONS, MLP, NORMS, RMSNorm, make_norm
 from .recall import PairEmbedding
+from .._validate import check_positive
 
 __all__ = ["TransformerBlock", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"]
 
@@ -87,10 +88,8 @@ class GPTConfig:
     fast: bool = True  # torch's fused attention kernel (False: the explicit teaching path)
 
     def __post_init__(self):
-        for name in ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers"):
-            val = getattr(self, name)
-            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-                raise ValueError(f"GPTConfig.{name} must be a positive int, got {val!r}")
+        check_positive(**{f"GPTConfig.{name}": getattr(self, name)
+                          for name in ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers")})
         if self.d_head is None and self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if self.norm not in NORMS:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from .._validate import check_positive  # noqa: F401  (re-exported for the task modules)
+
 
 def check_generator(generator) -> torch.Generator:
     """Return ``generator`` or a fresh unseeded one; reject anything else with a clear error."""
@@ -11,13 +13,6 @@ def check_generator(generator) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     return generator
-
-
-def check_positive(**kwargs) -> None:
-    """Raise ValueError unless every keyword is a positive int."""
-    for name, val in kwargs.items():
-        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-            raise ValueError(f"{name} must be a positive int, got {val!r}")
 
 
 def to_device(tensors, device):
