@@ -225,7 +225,7 @@ def test_bad_inputs_raise_clear_errors():
         TransformerBlock(8, 2, norm="layer")
     with pytest.raises(ValueError, match="unknown MLP"):
         MLP(8, 16, activation="swish")
-    with pytest.raises(ValueError, match="GPTConfig"):
+    with pytest.raises(ValueError, match="TransformerConfig"):
         GPT(dict(TINY))
 
 
@@ -233,3 +233,26 @@ def test_models_namespace_exports_the_transformer():
     for name in ("TransformerBlock", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"):
         assert hasattr(models, name)
     assert math.isclose(GPTConfig(**TINY).final_norm, True)
+
+
+def test_return_weights_gives_one_row_stochastic_causal_map_per_layer():
+    from beforeqkv.models import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(d_vocab=11, n_ctx=8, d_model=16, n_heads=2, n_layers=3)).eval()
+    tokens = torch.randint(0, 11, (2, 5))
+    logits, weights = model(tokens, return_weights=True)
+    torch.testing.assert_close(logits, model(tokens))
+    assert len(weights) == 3 and all(w.shape == (2, 2, 5, 5) for w in weights)
+    for w in weights:
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, 5))
+        assert w.triu(1).abs().max() == 0  # nothing attends to the future
+
+
+def test_an_encoder_is_a_transformer_that_is_not_causal():
+    from beforeqkv.models import GPT, Transformer, TransformerConfig
+
+    enc = Transformer(TransformerConfig(d_vocab=7, n_ctx=6, d_model=8, n_heads=2, n_layers=1, causal=False))
+    assert not isinstance(enc, GPT)
+    _, weights = enc(torch.randint(0, 7, (1, 4)), return_weights=True)
+    assert weights[0].triu(1).abs().max() > 0  # an encoder reads the whole sentence

@@ -21,7 +21,7 @@ from .blocks import ACTIVATIONS, MLP, NORMS, RMSNorm, make_norm
 from .recall import PairEmbedding
 from .._validate import check_positive
 
-__all__ = ["TransformerBlock", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"]
+__all__ = ["TransformerBlock", "TransformerConfig", "Transformer", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"]
 
 POSITIONS = ("learned", "rotary", "none")
 
@@ -54,16 +54,32 @@ class TransformerBlock(nn.Module):
         return norm(x + fn(x)) if self.residual else norm(fn(x))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, causal: bool = True, rope=None,
-                kv_cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
-        """mask: bool broadcastable to (B, H, T, T_k), True = may attend; rope: (cos, sin) (T, d_head)."""
-        attn = lambda h: self.attn(h, mask=mask, causal=causal, rope=rope, kv_cache=kv_cache, layer=layer)  # noqa: E731
+                kv_cache: KVCache | None = None, layer: int = 0, return_weights: bool = False):
+        """mask: bool broadcastable to (B, H, T, T_k), True = may attend; rope: (cos, sin) (T, d_head).
+
+        With ``return_weights=True`` returns ``(x, weights)``, weights (B, n_heads, T, T_k).
+        """
+        weights = []
+
+        def attn(h):
+            out = self.attn(h, mask=mask, causal=causal, rope=rope, kv_cache=kv_cache, layer=layer,
+                            return_weights=return_weights)
+            if return_weights:
+                out, w = out
+                weights.append(w)
+            return out
+
         x = self._sublayer(x, attn, self.norm_attn)  # (B, T, d_model)
-        return self._sublayer(x, self.mlp, self.norm_mlp)  # (B, T, d_model)
+        x = self._sublayer(x, self.mlp, self.norm_mlp)  # (B, T, d_model)
+        return (x, weights[0]) if return_weights else x
 
 
 @dataclass
-class GPTConfig:
-    """Sizes and options of a :class:`GPT`; the defaults are a small pre-LN GPT-2-style model."""
+class TransformerConfig:
+    """Sizes and options of a :class:`Transformer`; the defaults are a small pre-LN GPT-2-style model.
+
+    ``causal=False`` makes an encoder (BERT, MiniLM); ``GPTConfig`` is the same class.
+    """
 
     d_vocab: int
     n_ctx: int
@@ -102,17 +118,21 @@ class GPTConfig:
             self.final_norm = self.prenorm
 
 
-class GPT(nn.Module):
-    """A decoder-only Transformer: embed, ``n_layers`` blocks, unembed (chapter 8).
+GPTConfig = TransformerConfig
+
+
+class Transformer(nn.Module):
+    """A stack of blocks between an embedding and an unembedding (chapter 8).
 
     ``forward(tokens)``: (B, T) ints -> logits (B, T, d_vocab). With ``kv_cache=`` the
-    tokens continue the cached ones (positions are offset by the cache length).
+    tokens continue the cached ones (positions are offset by the cache length). An
+    encoder is a ``Transformer`` with ``causal=False``; a decoder is a :class:`GPT`.
     """
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        if not isinstance(config, GPTConfig):
-            raise ValueError(f"GPT needs a GPTConfig, got {type(config).__name__}")
+        if not isinstance(config, TransformerConfig):
+            raise ValueError(f"{type(self).__name__} needs a TransformerConfig, got {type(config).__name__}")
         self.config = c = config
         self.W_E = nn.Embedding(c.d_vocab, c.d_model)
         self.W_pos = nn.Embedding(c.n_ctx, c.d_model) if c.positions == "learned" else None
@@ -130,8 +150,12 @@ class GPT(nn.Module):
             self.W_U.weight = self.W_E.weight  # (d_vocab, d_model), shared
 
     def hidden_states(self, tokens: torch.Tensor, mask: torch.Tensor | None = None,
-                      kv_cache: KVCache | None = None) -> torch.Tensor:
-        """The residual stream after the last block (and final norm): (B, T) -> (B, T, d_model)."""
+                      kv_cache: KVCache | None = None, return_weights: bool = False):
+        """The residual stream after the last block (and final norm): (B, T) -> (B, T, d_model).
+
+        With ``return_weights=True`` returns ``(h, weights)``: one (B, n_heads, T, T_k)
+        tensor of attention weights per layer (the explicit teaching path computes them).
+        """
         c = self.config
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"tokens must be a (B, T) integer tensor, got {getattr(tokens, 'shape', tokens)!r}")
@@ -147,14 +171,28 @@ class GPT(nn.Module):
             x = x + self.W_pos(pos)  # (B, T, d_model)
         rope = (self.rope_cos[pos], self.rope_sin[pos]) if c.positions == "rotary" else None  # (T, d_head)
         x = self.norm_embed(x)
+        weights = []
         for i, block in enumerate(self.blocks):
-            x = block(x, mask=mask, causal=c.causal, rope=rope, kv_cache=kv_cache, layer=i)
-        return self.norm_final(x)  # (B, T, d_model)
+            x = block(x, mask=mask, causal=c.causal, rope=rope, kv_cache=kv_cache, layer=i,
+                      return_weights=return_weights)
+            if return_weights:
+                x, w = x
+                weights.append(w)
+        x = self.norm_final(x)  # (B, T, d_model)
+        return (x, weights) if return_weights else x
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None,
-                kv_cache: KVCache | None = None) -> torch.Tensor:
-        """tokens: (B, T) ints -> logits (B, T, d_vocab)."""
-        return self.W_U(self.hidden_states(tokens, mask, kv_cache))  # (B, T, d_vocab)
+                kv_cache: KVCache | None = None, return_weights: bool = False):
+        """tokens: (B, T) ints -> logits (B, T, d_vocab); ``(logits, weights)`` with ``return_weights``."""
+        out = self.hidden_states(tokens, mask, kv_cache, return_weights=return_weights)
+        if return_weights:
+            return self.W_U(out[0]), out[1]  # (B, T, d_vocab), [(B, H, T, T_k)] * n_layers
+        return self.W_U(out)  # (B, T, d_vocab)
+
+
+
+class GPT(Transformer):
+    """A decoder-only Transformer (causal attention) that can :meth:`generate` text (chapter 8)."""
 
     @torch.no_grad()
     def generate(self, tokens: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
