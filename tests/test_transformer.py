@@ -13,9 +13,9 @@ from beforeqkv.models import GPT, GPTConfig, MLP, RecallTransformer, Transformer
 TINY = dict(d_vocab=11, n_ctx=12, d_model=16, n_heads=4, n_layers=2)
 VARIANTS = {
     "gpt2-like": dict(),
-    "rotary+gqa": dict(positions="rotary", n_kv_heads=2, norm="rmsnorm", mlp="swiglu", bias=False,
+    "rotary+gqa": dict(positions="rotary", n_kv_heads=2, norm="rmsnorm", activation="swiglu", bias=False,
                        tie_embeddings=True),
-    "post-norm": dict(prenorm=False, embed_norm=True, mlp="relu"),
+    "post-norm": dict(prenorm=False, embed_norm=True, activation="relu"),
 }
 
 
@@ -199,7 +199,7 @@ def test_tokens_beyond_context_raise():
 @pytest.mark.parametrize("overrides, match", [
     (dict(d_model=10, n_heads=4), "divisible"),
     (dict(norm="batchnorm"), "unknown norm"),
-    (dict(mlp="tanh"), "unknown MLP"),
+    (dict(activation="tanh"), "unknown MLP"),
     (dict(positions="sinusoidal"), "unknown positions"),
     (dict(n_layers=0), "n_layers"),
     (dict(n_kv_heads=3), "multiple of n_kv_heads"),

@@ -29,8 +29,9 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rms = x.pow(2).mean(dim=-1, keepdim=True).add(self.eps).rsqrt()  # (..., 1)
-        return x * rms * self.weight
+        h = x.float()  # float32 even when x is bf16/fp16: the mean of squares needs the range
+        rms = h.pow(2).mean(dim=-1, keepdim=True).add(self.eps).rsqrt()  # (..., 1)
+        return (h * rms).to(x.dtype) * self.weight
 
 
 def make_norm(kind: str, d: int, eps: float = 1e-5, bias: bool = True) -> nn.Module:

@@ -35,15 +35,15 @@ class TransformerBlock(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_mlp: int | None = None, n_kv_heads: int | None = None,
                  d_head: int | None = None, norm: str = "layernorm", norm_eps: float = 1e-5, prenorm: bool = True,
-                 mlp: str = "gelu", bias: bool = True, residual: bool = True, fast: bool = True):
+                 activation: str = "gelu", bias: bool = True, residual: bool = True, fast: bool = True):
         super().__init__()
         if norm not in NORMS:
             raise ValueError(f"unknown norm {norm!r}: choose one of {NORMS}")
-        if mlp not in ACTIVATIONS:
-            raise ValueError(f"unknown MLP activation {mlp!r}: choose one of {ACTIVATIONS}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown MLP activation {activation!r}: choose one of {ACTIVATIONS}")
         self.prenorm, self.residual = prenorm, residual
         self.attn = MultiHeadAttention(d_model, n_heads, d_head=d_head, n_kv_heads=n_kv_heads, bias=bias, fast=fast)
-        self.mlp = MLP(d_model, 4 * d_model if d_mlp is None else d_mlp, activation=mlp, bias=bias)
+        self.mlp = MLP(d_model, 4 * d_model if d_mlp is None else d_mlp, activation=activation, bias=bias)
         self.norm_attn = make_norm(norm, d_model, norm_eps, bias)
         self.norm_mlp = make_norm(norm, d_model, norm_eps, bias)
 
@@ -92,7 +92,7 @@ class TransformerConfig:
     norm: str = "layernorm"  # "layernorm" | "rmsnorm" | "none"
     norm_eps: float = 1e-5
     prenorm: bool = True
-    mlp: str = "gelu"  # "relu" | "gelu" | "gelu_tanh" | "swiglu"
+    activation: str = "gelu"  # the MLP's: "relu" | "gelu" | "gelu_tanh" | "swiglu"
     bias: bool = True
     positions: str = "learned"  # "learned" | "rotary" | "none"
     rope_base: float = 10000.0
@@ -110,8 +110,8 @@ class TransformerConfig:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if self.norm not in NORMS:
             raise ValueError(f"unknown norm {self.norm!r}: choose one of {NORMS}")
-        if self.mlp not in ACTIVATIONS:
-            raise ValueError(f"unknown MLP activation {self.mlp!r}: choose one of {ACTIVATIONS}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown MLP activation {self.activation!r}: choose one of {ACTIVATIONS}")
         if self.positions not in POSITIONS:
             raise ValueError(f"unknown positions {self.positions!r}: choose one of {POSITIONS}")
         if self.final_norm is None:
@@ -139,7 +139,7 @@ class Transformer(nn.Module):
         self.norm_embed = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.embed_norm else nn.Identity()
         self.blocks = nn.ModuleList([
             TransformerBlock(c.d_model, c.n_heads, c.d_mlp, c.n_kv_heads, c.d_head, c.norm, c.norm_eps, c.prenorm,
-                             c.mlp, c.bias, c.residual, c.fast) for _ in range(c.n_layers)])
+                             c.activation, c.bias, c.residual, c.fast) for _ in range(c.n_layers)])
         self.norm_final = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.final_norm else nn.Identity()
         self.W_U = nn.Linear(c.d_model, c.d_vocab, bias=False)
         if c.positions == "rotary":
