@@ -129,7 +129,6 @@ class MiniLM:
         for row, i in enumerate(ids):
             tokens[row, :len(i)] = torch.tensor(i)
         mask = tokens != self.tokenizer.pad_id  # (B, T); [PAD] never occurs inside a text
-        mask[:, 0] = True
         return tokens.to(self.device), mask.to(self.device)
 
     @torch.no_grad()

@@ -1,0 +1,96 @@
+"""all-MiniLM-L6-v2 in the package Transformer reproduces the reference sentence similarities."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from beforeqkv import models
+from beforeqkv.pretrained import WeightsMissing, load_minilm
+from beforeqkv.pretrained.minilm import (REFERENCE_COSINES, REFERENCE_SENTENCES, hf_to_package, mean_pool,
+                                         minilm_config)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    try:
+        return load_minilm()
+    except WeightsMissing as err:
+        pytest.skip(str(err))
+
+
+def test_it_is_the_package_transformer_as_a_post_norm_encoder(minilm):
+    assert isinstance(minilm.model, models.Transformer) and not isinstance(minilm.model, models.GPT)
+    c = minilm.model.config
+    assert (c.causal, c.prenorm, c.n_layers, c.n_heads, c.d_model, c.norm_eps) == (False, False, 6, 12, 384, 1e-12)
+    assert minilm.load_seconds > 0
+    with pytest.raises(ValueError, match="no unembedding"):
+        minilm.model(torch.tensor([[101, 102]]))
+
+
+def test_reference_cosines_are_reproduced(minilm):
+    e = minilm.encode(REFERENCE_SENTENCES)
+    assert e.shape == (3, 384)
+    torch.testing.assert_close(e.norm(dim=-1), torch.ones(3))
+    cos = e @ e.T  # (3, 3)
+    for (i, j), want in REFERENCE_COSINES.items():
+        assert abs(cos[i, j].item() - want) <= 1e-5, (i, j, cos[i, j].item(), want)
+
+
+def test_a_padded_batch_equals_one_sentence_at_a_time(minilm):
+    sentences = ["Hi.", "A much longer sentence, with commas, clauses and more than a dozen word pieces in it.",
+                 "Two words"]
+    batch = minilm.encode(sentences)
+    alone = torch.cat([minilm.encode([s]) for s in sentences])
+    torch.testing.assert_close(batch, alone, atol=1e-6, rtol=0)
+    torch.testing.assert_close(minilm.encode(sentences, batch_size=2), batch, atol=1e-6, rtol=0)
+
+
+def test_padding_is_masked_out_of_the_keys(minilm):
+    tokens, mask = minilm.batch(["Hi.", "A longer sentence than the first one."])
+    h_masked = minilm.model.hidden_states(tokens, mask=mask[:, None, None, :])
+    h_open = minilm.model.hidden_states(tokens)
+    short = int(mask[0].sum())
+    assert not torch.allclose(h_masked[0, :short], h_open[0, :short], atol=1e-3)  # pads would change it
+    torch.testing.assert_close(h_masked[1], h_open[1])  # the longest sentence has no pads
+
+
+def test_tokenize_has_cls_and_sep_and_long_text_is_an_error(minilm):
+    assert minilm.tokenize("The cat sat on the mat.") == [101, 1996, 4937, 2938, 2006, 1996, 13523, 1012, 102]
+    assert minilm.tokens("Hi!") == ["[CLS]", "hi", "!", "[SEP]"]
+    with pytest.raises(ValueError, match="context of 256"):
+        minilm.encode(["word " * 300])
+
+
+@pytest.mark.parametrize("bad", ["a single string", [], [1, 2]])
+def test_encode_rejects_bad_input(minilm, bad):
+    with pytest.raises(ValueError):
+        minilm.encode(bad)
+
+
+def test_per_head_ov_contributions_sum_to_the_attention_output(minilm):
+    tokens, mask = minilm.batch(["The cat sat on the mat."])
+    x = minilm.model.norm_embed(minilm.model.W_E(tokens) + minilm.model.W_pos.weight[:tokens.shape[1]])
+    attn = minilm.model.blocks[0].attn
+    y, w = attn(x, return_weights=True)  # (1, T, d), (1, H, T, T)
+    U = models.ov_matrices(attn)  # (H, d, d)
+    per_head = torch.einsum("hij,hde,je->hid", w[0], U, x[0])  # (H, T, d)
+    bias = attn.W_O.weight @ attn.W_V.bias + attn.W_O.bias  # (d,): weights sum to 1
+    torch.testing.assert_close(per_head.sum(0) + bias, y[0], atol=1e-5, rtol=0)
+
+
+def test_the_weight_map_rejects_a_foreign_checkpoint(minilm):
+    with pytest.raises(ValueError, match="not an all-MiniLM"):
+        hf_to_package({"encoder.layer.0.attention.self.query.weight": torch.zeros(1)})
+
+
+def test_mean_pool_ignores_padding():
+    h = torch.arange(12.0).view(1, 4, 3)  # (B, T, d)
+    mask = torch.tensor([[True, True, False, False]])
+    torch.testing.assert_close(mean_pool(h, mask), h[:, :2].mean(1))
+    with pytest.raises(ValueError, match="bool mask"):
+        mean_pool(h, mask.float())
+    assert F.normalize(mean_pool(h, mask), dim=-1).norm().item() == pytest.approx(1.0)
+
+
+def test_config_is_the_bert_recipe():
+    c = minilm_config()
+    assert (c.activation, c.positions, c.embed_norm, c.final_norm, c.bias) == ("gelu", "learned", True, False, True)
