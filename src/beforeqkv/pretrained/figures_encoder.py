@@ -1,0 +1,84 @@
+"""Figures of chapter 10: a real encoder's heads, their QK asymmetry and OV contributions."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+from .. import plot
+
+__all__ = ["attention_grid", "attention_head", "qk_asymmetry", "head_contributions", "similarity_matrix"]
+
+
+def _check_square(weights: torch.Tensor, tokens: Sequence[str], what: str) -> None:
+    if weights.dim() < 2 or weights.shape[-1] != weights.shape[-2] or weights.shape[-1] != len(tokens):
+        raise ValueError(f"{what}: weights {tuple(weights.shape)} do not fit {len(tokens)} tokens (need (..., T, T))")
+
+
+def attention_head(weights: torch.Tensor, tokens: Sequence[str], title: str = "", ax=None):
+    """One head's attention weights (T, T), rows = queries, columns = keys, tokens on both axes."""
+    _check_square(weights, tokens, "attention_head")
+    fig = plot.heatmap(weights, xlabels=list(tokens), ylabels=list(tokens), vmin=0, vmax=1, cmap="Blues",
+                       xlabel="key (read from)", ylabel="query (reads)", title=title, ax=ax,
+                       figsize=(5.2, 4.4))
+    return fig
+
+
+def attention_grid(weights: torch.Tensor, tokens: Sequence[str], layer: int, ncols: int = 4):
+    """Every head of one layer, weights (H, T, T), in a grid; token labels on the outer panels."""
+    _check_square(weights, tokens, "attention_grid")
+    n_heads = weights.shape[0]
+    nrows = math.ceil(n_heads / ncols)
+    fig, axes = plot.new_figure(nrows, ncols, figsize=(2.3 * ncols, 2.3 * nrows + 0.4), squeeze=False)
+    for h in range(nrows * ncols):
+        ax = axes[h // ncols][h % ncols]
+        if h >= n_heads:
+            ax.axis("off")
+            continue
+        ax.imshow(weights[h].detach().cpu().numpy(), cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        ax.grid(False)
+        ax.set_title(f"head {h}", fontsize=8)
+        ticks = range(len(tokens))
+        ax.set_xticks(ticks, list(tokens) if h // ncols == nrows - 1 else [], rotation=90, fontsize=6)
+        ax.set_yticks(ticks, list(tokens) if h % ncols == 0 else [], fontsize=6)
+    fig.suptitle(f"layer {layer}: attention weights of each head (rows = queries, columns = keys)", fontsize=9)
+    return fig
+
+
+def qk_asymmetry(ratios: torch.Tensor, random_ratio: float | None = None):
+    """Per-head ``||A - A^T|| / ||A||`` of ``A = W_Q^h^T W_K^h``, ratios (n_layers, n_heads)."""
+    if ratios.dim() != 2:
+        raise ValueError(f"ratios must be (n_layers, n_heads), got {tuple(ratios.shape)}")
+    n_layers, n_heads = ratios.shape
+    fig, (ax1, ax2) = plot.new_figure(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [2.2, 1]})
+    plot.heatmap(ratios, xlabels=[str(h) for h in range(n_heads)], ylabels=[str(i) for i in range(n_layers)],
+                 vmin=0, vmax=2, cmap="coolwarm", annotate=True, xlabel="head", ylabel="layer",
+                 title="||A − Aᵀ|| / ||A|| per head", ax=ax1)
+    values = ratios.flatten().cpu().numpy()
+    ax2.hist(values, bins=16, range=(0, 2), color=plot.COLORS[0])
+    for x, label in ((0, "symmetric"), (2, "antisymmetric")):
+        ax2.axvline(x, color="gray", lw=1, ls=":")
+        ax2.text(x, ax2.get_ylim()[1] * 0.9, label, fontsize=7, ha="left" if x == 0 else "right")
+    if random_ratio is not None:
+        ax2.axvline(random_ratio, color="black", lw=1, ls="--", label="random W_Q, W_K")
+        ax2.legend(fontsize=7, loc="center left")
+    ax2.set(xlabel="||A − Aᵀ|| / ||A||", ylabel="heads", title=f"all {values.size} heads", xlim=(-0.05, 2.05))
+    return fig
+
+
+def head_contributions(norms: torch.Tensor, tokens: Sequence[str], layer: int):
+    """Size of each head's OV contribution at each token, norms (n_heads, T)."""
+    if norms.dim() != 2 or norms.shape[1] != len(tokens):
+        raise ValueError(f"norms {tuple(norms.shape)} do not fit {len(tokens)} tokens (need (n_heads, T))")
+    return plot.heatmap(norms, xlabels=list(tokens), ylabels=[f"head {h}" for h in range(norms.shape[0])],
+                        cmap="magma", xlabel="token", title=f"layer {layer}: size of each head's write "
+                        "into the residual stream", figsize=(6.4, 4.2))
+
+
+def similarity_matrix(cosines: torch.Tensor, labels: Sequence[str]):
+    """Cosine similarities (N, N) of sentence embeddings, annotated."""
+    if cosines.dim() != 2 or cosines.shape[0] != cosines.shape[1] or cosines.shape[0] != len(labels):
+        raise ValueError(f"cosines {tuple(cosines.shape)} do not fit {len(labels)} labels (need (N, N))")
+    return plot.heatmap(cosines, xlabels=list(labels), ylabels=list(labels), vmin=-0.2, vmax=1, cmap="viridis",
+                        annotate=True, title="cosine similarity of sentence embeddings", figsize=(6.4, 4.8))
