@@ -59,10 +59,11 @@ def qk_asymmetry(ratios: torch.Tensor, random_ratio: float | None = None):
     ax2.hist(values, bins=16, range=(0, 2), color=plot.COLORS[0])
     for x, label in ((0, "symmetric"), (2, "antisymmetric")):
         ax2.axvline(x, color="gray", lw=1, ls=":")
-        ax2.text(x, ax2.get_ylim()[1] * 0.9, label, fontsize=7, ha="left" if x == 0 else "right")
+        ax2.text(x + (0.04 if x == 0 else -0.04), ax2.get_ylim()[1] * 0.5, label, fontsize=7, rotation=90,
+                 ha="left" if x == 0 else "right", va="center")
     if random_ratio is not None:
         ax2.axvline(random_ratio, color="black", lw=1, ls="--", label="random W_Q, W_K")
-        ax2.legend(fontsize=7, loc="center left")
+        ax2.legend(fontsize=7, loc="upper left")
     ax2.set(xlabel="||A − Aᵀ|| / ||A||", ylabel="heads", title=f"all {values.size} heads", xlim=(-0.05, 2.05))
     return fig
 
@@ -80,5 +81,7 @@ def similarity_matrix(cosines: torch.Tensor, labels: Sequence[str]):
     """Cosine similarities (N, N) of sentence embeddings, annotated."""
     if cosines.dim() != 2 or cosines.shape[0] != cosines.shape[1] or cosines.shape[0] != len(labels):
         raise ValueError(f"cosines {tuple(cosines.shape)} do not fit {len(labels)} labels (need (N, N))")
-    return plot.heatmap(cosines, xlabels=list(labels), ylabels=list(labels), vmin=-0.2, vmax=1, cmap="viridis",
-                        annotate=True, title="cosine similarity of sentence embeddings", figsize=(6.4, 4.8))
+    numbers = [str(i + 1) for i in range(len(labels))]
+    return plot.heatmap(cosines, xlabels=numbers, ylabels=[f"{n}  {lab}" for n, lab in zip(numbers, labels)],
+                        vmin=-0.2, vmax=1, cmap="viridis", annotate=True,
+                        title="cosine similarity of sentence embeddings", figsize=(7.0, 4.2))
