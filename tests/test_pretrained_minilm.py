@@ -94,3 +94,24 @@ def test_mean_pool_ignores_padding():
 def test_config_is_the_bert_recipe():
     c = minilm_config()
     assert (c.activation, c.positions, c.embed_norm, c.final_norm, c.bias) == ("gelu", "learned", True, False, True)
+
+
+# ------------------------------------------------------------------ figures of chapter 10
+def test_encoder_figures_draw_and_reject_mismatched_shapes():
+    from beforeqkv.pretrained import figures_encoder as figs
+
+    toks = ["[CLS]", "a", "b", "[SEP]"]
+    w = torch.softmax(torch.randn(12, 4, 4, generator=torch.Generator().manual_seed(0)), -1)  # (H, T, T)
+    assert hasattr(figs.attention_grid(w, toks, layer=0), "savefig")
+    assert hasattr(figs.attention_head(w[0], toks, "head 0"), "savefig")
+    assert hasattr(figs.qk_asymmetry(torch.rand(6, 12) * 2, random_ratio=1.41), "savefig")
+    assert hasattr(figs.head_contributions(torch.rand(12, 4), toks, layer=2), "savefig")
+    assert hasattr(figs.similarity_matrix(torch.eye(3), ["x", "y", "z"]), "savefig")
+    with pytest.raises(ValueError, match="do not fit"):
+        figs.attention_grid(w, toks[:3], layer=0)
+    with pytest.raises(ValueError, match="do not fit"):
+        figs.head_contributions(torch.rand(12, 5), toks, layer=0)
+    with pytest.raises(ValueError, match="n_layers"):
+        figs.qk_asymmetry(torch.rand(12))
+    with pytest.raises(ValueError, match="do not fit"):
+        figs.similarity_matrix(torch.eye(3), ["x"])
