@@ -22,6 +22,11 @@ def test_basic_split_lowercases_strips_accents_and_splits_punctuation():
 def test_basic_split_spaces_cjk_and_drops_control_characters():
     assert basic_split("中国abc") == ["中", "国", "abc"]
     assert basic_split("a\x00b\x07c\td\u00a0e") == ["abc", "d", "e"]  # NUL and BEL dropped, tab and NBSP split
+    assert basic_split("a\ue000b\u200bc\u2028d") == ["abc", "d"]  # private use, zero-width dropped; U+2028 splits
+
+
+def test_basic_split_strips_accents_then_lowercases_each_character():
+    assert basic_split("ΟΔΟΣ İstanbul Ångström") == ["οδοσ", "istanbul", "angstrom"]
 
 
 def test_greedy_longest_match_with_continuation_pieces(toy):

@@ -3,7 +3,7 @@
 Text -> ids in two stages, as BERT does it:
 
 1. *basic* splitting: drop control characters and map whitespace to spaces, put spaces
-   around CJK ideographs, lowercase, strip accents (NFD, then drop combining marks),
+   around CJK ideographs, strip accents (NFD, then drop combining marks), lowercase,
    split on whitespace and on every punctuation character;
 2. *WordPiece*: cut each word into the longest vocabulary pieces, left to right, the
    pieces after the first marked ``##``; a word that cannot be cut (or is longer than
@@ -34,8 +34,8 @@ def _is_whitespace(ch: str) -> bool:
     return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
 
 
-def _is_control(ch: str) -> bool:
-    return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf")
+def _is_control(ch: str) -> bool:  # every "other" category (Cc, Cf, Cn, Co, Cs), as the reference does
+    return ch not in "\t\n\r" and unicodedata.category(ch).startswith("C")
 
 
 def _is_punctuation(ch: str) -> bool:
@@ -46,7 +46,12 @@ def _is_punctuation(ch: str) -> bool:
 
 
 def basic_split(text: str) -> list[str]:
-    """Clean, space CJK, lowercase, strip accents, split on whitespace and punctuation."""
+    """Clean, space CJK, strip accents, lowercase, split on whitespace and punctuation.
+
+    The order and the character classes follow the reference (Rust) ``BertNormalizer`` and
+    ``BertPreTokenizer`` that produced the model's training data, e.g. lowercasing is one
+    character at a time, so a final capital sigma becomes σ, not ς.
+    """
     if not isinstance(text, str):
         raise ValueError(f"text must be a str, got {type(text).__name__}")
     chars = []
@@ -62,8 +67,8 @@ def basic_split(text: str) -> list[str]:
             chars.append(ch)
     words = []
     for word in "".join(chars).split():
-        word = unicodedata.normalize("NFD", word.lower())
-        word = "".join(ch for ch in word if unicodedata.category(ch) != "Mn")
+        word = unicodedata.normalize("NFD", word)  # strip accents, then lowercase one char at a time
+        word = "".join(ch.lower() for ch in word if unicodedata.category(ch) != "Mn")
         current = []
         for ch in word:
             if _is_punctuation(ch):
