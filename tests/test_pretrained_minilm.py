@@ -66,6 +66,12 @@ def test_encode_rejects_bad_input(minilm, bad):
         minilm.encode(bad)
 
 
+def test_batch_and_hidden_states_reject_bad_input(minilm):
+    for bad in ([], "text", ["ok", None]):
+        with pytest.raises(ValueError, match="non-empty list of strings"):
+            minilm.batch(bad)
+
+
 def test_per_head_ov_contributions_sum_to_the_attention_output(minilm):
     tokens, mask = minilm.batch(["The cat sat on the mat."])
     x = minilm.model.norm_embed(minilm.model.W_E(tokens) + minilm.model.W_pos.weight[:tokens.shape[1]])

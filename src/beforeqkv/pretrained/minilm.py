@@ -121,8 +121,8 @@ class MiniLM:
 
     def batch(self, sentences: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Padded ids (B, T) and the mask of real tokens (B, T) bool, on the model's device."""
-        if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences):
-            raise ValueError("sentences must be a list of strings (wrap a single one in a list)")
+        if isinstance(sentences, str) or not sentences or not all(isinstance(s, str) for s in sentences):
+            raise ValueError("sentences must be a non-empty list of strings (wrap a single one in a list)")
         ids = [self.tokenize(s) for s in sentences]
         t = max(len(i) for i in ids)
         tokens = torch.full((len(ids), t), self.tokenizer.pad_id, dtype=torch.long)  # (B, T)
