@@ -231,6 +231,11 @@ def dequantize(raw: np.ndarray | bytes, ggml_type: int, shape: tuple) -> torch.T
     n = int(np.prod(shape))
     if n % per_block or raw.size != n // per_block * block_bytes:
         raise ValueError(f"{name} data of {raw.size} bytes does not hold a tensor of shape {tuple(shape)}")
+    with np.errstate(over="ignore", invalid="ignore"):  # corrupt scales may be inf/nan
+        return _dequantize(raw, name, block_bytes).reshape(shape)
+
+
+def _dequantize(raw: np.ndarray, name: str, block_bytes: int) -> torch.Tensor:
     if name == "F32":
         out = torch.from_numpy(raw.view("<f4").copy())
     elif name == "F16":
@@ -252,7 +257,7 @@ def dequantize(raw: np.ndarray | bytes, ggml_type: int, shape: tuple) -> torch.T
         x *= dm[:, 0, None, None]
         x += dm[:, 1, None, None]  # x = d * q + m
         out = torch.from_numpy(x.reshape(-1))
-    return out.reshape(shape)
+    return out
 
 
 def quantize_q8_0(x: torch.Tensor) -> bytes:
