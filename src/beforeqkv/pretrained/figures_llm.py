@@ -39,7 +39,7 @@ def architecture_figure(n_layers: int = 30):
     ax.axis("off")
     block = FancyBboxPatch((0.2, 2.15), 5.0, 7.2, boxstyle="round,pad=0.05", fc="#f3f3f3", ec="#999", lw=1)
     ax.add_patch(block)
-    ax.text(5.1, 2.3, f"× {n_layers} blocks", fontsize=9, color="#555", va="center", ha="right")
+    ax.text(5.2, 1.97, f"× {n_layers} blocks", fontsize=9, color="#555", va="center", ha="right")
     colours = {"attention": "#dbe9f6", "MLP": "#fde3c8", "RMSNorm": "#e6f2dd", "residual": "#ffffff"}
     for i, (label, note, y) in enumerate(_PARTS):
         sub = label.startswith("  ")
