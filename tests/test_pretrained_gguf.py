@@ -177,3 +177,9 @@ def test_the_smollm2_file_has_the_documented_layout():
     assert f.tensors["blk.0.ffn_down.weight"].shape == (576, 1536)
     assert {i.type_name for i in f.tensors.values()} == {"Q8_0", "Q4_1", "F32"}
     assert len(f.metadata["tokenizer.ggml.merges"]) == 48900
+
+
+def test_a_bad_alignment_is_named():
+    for bad in (3, "32", 0):
+        with pytest.raises(ValueError, match="alignment must be a power of two"):
+            GGUFFile(write_gguf({"general.alignment": bad}, {}))

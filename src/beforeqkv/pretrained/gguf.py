@@ -174,9 +174,10 @@ class GGUFFile:
             gtype = r.unpack("<I", f"the type of {name!r}")
             offset = r.unpack("<Q", f"the offset of {name!r}")
             infos.append((name, dims, gtype, offset))
-        self.alignment = int(self.metadata.get("general.alignment", 32))
-        if self.alignment < 1 or self.alignment & (self.alignment - 1):
-            raise ValueError(f"GGUF alignment must be a power of two, got {self.alignment}")
+        align = self.metadata.get("general.alignment", 32)
+        if not isinstance(align, int) or isinstance(align, bool) or align < 1 or align & (align - 1):
+            raise ValueError(f"GGUF alignment must be a power of two, got {align!r}")
+        self.alignment = align
         self.data_start = -(-r.pos // self.alignment) * self.alignment
         self.tensors = {}
         for name, dims, gtype, offset in infos:
