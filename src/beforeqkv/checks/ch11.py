@@ -1,0 +1,147 @@
+"""Checkers for chapter 11: RMSNorm, rotary positions, a Q4_1 block."""
+from __future__ import annotations
+
+import torch
+
+from ..attention import apply_rotary, rotary_tables
+from ._core import compare, register_question
+
+__all__ = ["check_rmsnorm", "check_rotary", "check_q4_1_block"]
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+# ------------------------------------------------------------------ RMSNorm
+def _rmsnorm(x, weight, eps):
+    return x * (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt() * weight  # (..., d)
+
+
+def check_rmsnorm(fn) -> None:
+    """Check ``fn(x, weight, eps) -> x / sqrt(mean(x^2) + eps) * weight`` over the last axis.
+
+    x: (..., d), weight: (d,), eps: float. Chapter 11 (LayerNorm: chapter 8).
+    """
+    g = _gen(11)
+    cases = [
+        (torch.randn(4, 6, generator=g) + 2.0, torch.rand(6, generator=g) + 0.5, 1e-5),  # not centred
+        (torch.randn(2, 3, 8, generator=g), torch.randn(8, generator=g), 1e-5),
+        (1e-3 * torch.randn(3, 5, generator=g), torch.ones(5), 1e-5),  # tiny x: eps matters
+        (torch.randn(1, 1, generator=g), torch.full((1,), 2.0), 1e-6),  # d = 1
+    ]
+    mistakes = {
+        "that is LayerNorm: RMSNorm does not subtract the mean":
+            lambda x, w, e: (x - x.mean(-1, keepdim=True)) * ((x - x.mean(-1, keepdim=True)).pow(2).mean(
+                -1, keepdim=True) + e).rsqrt() * w,
+        "divide by the *root* of the mean square, sqrt(mean(x^2) + eps)":
+            lambda x, w, e: x / (x.pow(2).mean(-1, keepdim=True) + e) * w,
+        "multiply by the learned gain `weight` at the end":
+            lambda x, w, e: _rmsnorm(x, torch.ones_like(w), e),
+        "eps goes inside the square root, added to mean(x^2) (it matters when x is tiny)":
+            lambda x, w, e: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + e) * w,
+        "the mean is over the last axis (the features of one position), not over the whole tensor":
+            lambda x, w, e: x * (x.pow(2).mean() + e).rsqrt() * w,
+    }
+    compare(fn, _rmsnorm, cases, "rmsnorm", mistakes,
+            describe=lambda a: f"x {tuple(a[0].shape)}, eps={a[2]}")
+
+
+# ------------------------------------------------------------------ rotary positions
+def _rotary(q, base):
+    cos, sin = rotary_tables(q.shape[-2], q.shape[-1], base=base)  # (T, d_head)
+    return apply_rotary(q, cos, sin)
+
+
+def _rotary_wrong(q, base, *, pairs=False, sign=1.0, start=0, step=2):
+    t, d = q.shape[-2], q.shape[-1]
+    inv_freq = base ** (-torch.arange(0, d, step)[: d // 2].float() / d)  # (d/2,)
+    ang = torch.outer(torch.arange(start, start + t).float(), inv_freq)  # (T, d/2)
+    c, s = ang.cos(), sign * ang.sin()
+    if pairs:  # rotate (x_0, x_1), (x_2, x_3), ...
+        a, b = q[..., 0::2], q[..., 1::2]
+        return torch.stack([a * c - b * s, a * s + b * c], -1).flatten(-2)
+    a, b = q[..., : d // 2], q[..., d // 2:]
+    return torch.cat([a * c - b * s, a * s + b * c], -1)
+
+
+def check_rotary(fn) -> None:
+    """Check ``fn(q, base) -> q`` rotated by rotary positions 0..T-1 (rotate-half layout).
+
+    q: (..., T, d_head) with d_head even; pair ``(q_i, q_{i + d_head/2})`` at position t
+    turns by the angle ``t * base^(-2i/d_head)``. Chapter 11 (positions: chapter 4).
+    """
+    g = _gen(12)
+    cases = [(torch.randn(6, 8, generator=g), 10000.0), (torch.randn(2, 3, 5, 4, generator=g), 100.0),
+             (torch.randn(1, 2, generator=g), 10000.0), (torch.randn(9, 64, generator=g), 100000.0)]
+    mistakes = {
+        "pair element i with element i + d_head/2 (rotate-half), not with its neighbour i + 1":
+            lambda q, b: _rotary_wrong(q, b, pairs=True),
+        "the rotation turns the wrong way: (a, b) -> (a cos - b sin, a sin + b cos)":
+            lambda q, b: _rotary_wrong(q, b, sign=-1.0),
+        "positions start at 0: the first token is not rotated at all":
+            lambda q, b: _rotary_wrong(q, b, start=1),
+        "the frequencies are base^(-2i/d_head) for i = 0 .. d_head/2 - 1":
+            lambda q, b: _rotary_wrong(q, b, step=1),
+    }
+    compare(fn, _rotary, cases, "rotary", mistakes, atol=1e-4,
+            describe=lambda a: f"q {tuple(a[0].shape)}, base={a[1]}")
+
+
+# ------------------------------------------------------------------ Q4_1
+def _q4_1(block):
+    d, m = block[:4].view(torch.float16).float()  # two fp16 numbers
+    packed = block[4:].long()  # (16,)
+    q = torch.cat([packed & 0xF, packed >> 4]).float()  # (32,) low nibbles, then high
+    return d * q + m
+
+
+def _q4_1_wrong(block, *, order="lohi", zero=0, with_m=True, swap=False):
+    d, m = block[:4].view(torch.float16).float()
+    if swap:
+        d, m = m, d
+    packed = block[4:].long()
+    lo, hi = packed & 0xF, packed >> 4
+    q = {"lohi": torch.cat([lo, hi]), "hilo": torch.cat([hi, lo]),
+         "interleaved": torch.stack([lo, hi], 1).flatten()}[order].float() - zero
+    return d * q + (m if with_m else 0)
+
+
+def _blocks():
+    g = _gen(13)
+    out = []
+    for d, m in [(0.25, -1.0), (0.01, 0.3), (1.5, -10.0), (0.0, 2.0)]:
+        head = torch.tensor([d, m], dtype=torch.float16).view(torch.uint8)  # (4,)
+        out.append((torch.cat([head, torch.randint(0, 256, (16,), generator=g, dtype=torch.uint8)]),))
+    return out
+
+
+def check_q4_1_block(fn) -> None:
+    """Check ``fn(block) -> (32,)`` float32 dequantises one Q4_1 block.
+
+    block: (20,) uint8 = fp16 ``d``, fp16 ``m``, 16 bytes of packed 4-bit ``q``;
+    ``x_j = d q_j + m`` with the low nibbles as elements 0-15, the high ones 16-31.
+    """
+    mistakes = {
+        "the low nibbles are elements 0-15 and the high nibbles 16-31, not the other way round":
+            lambda b: _q4_1_wrong(b, order="hilo"),
+        "the nibbles are not interleaved: all 16 low nibbles come first, then the 16 high ones":
+            lambda b: _q4_1_wrong(b, order="interleaved"),
+        "Q4_1 adds the block minimum m: x = d q + m":
+            lambda b: _q4_1_wrong(b, with_m=False),
+        "Q4_1 has no zero point of 8 (that is Q4_0): q is used as stored, 0..15, then + m":
+            lambda b: _q4_1_wrong(b, zero=8),
+        "the scale d comes first in the block, then the minimum m":
+            lambda b: _q4_1_wrong(b, swap=True),
+    }
+    compare(fn, _q4_1, _blocks(), "q4_1_block", mistakes, atol=1e-6,
+            describe=lambda a: f"block {a[0][:4].view(torch.float16).tolist()} (d, m)")
+
+
+register_question(
+    "ch11_gqa_cache", 3,
+    "The KV cache stores one key and one value per key/value head, layer and token. SmolLM2 "
+    "has 9 query heads but only 3 key/value heads, so its cache is 9 / 3 = 3 times smaller than "
+    "with one key/value head per query head; the queries are not cached at all.",
+    tolerance=0.01,
+)

@@ -1,0 +1,326 @@
+"""A small GGUF reader: metadata, tensor table and dequantisation (chapter 11).
+
+GGUF (llama.cpp's file format) is a header followed by raw tensor data:
+
+    magic b"GGUF" | version u32 | n_tensors u64 | n_kv u64
+    n_kv x  (key: string, type: u32, value)          typed metadata, arrays included
+    n_tensors x (name: string, n_dims: u32, dims: n_dims x u64, type: u32, offset: u64)
+    padding to ``general.alignment`` (32) | tensor data (offsets relative to here)
+
+Strings are a u64 length then UTF-8 bytes; everything is little-endian. Dimensions are
+stored fastest-first, so a ``[d_in, d_out]`` tensor is the torch matrix ``(d_out, d_in)``.
+Quantised types store blocks of 32 numbers that share a scale:
+
+* ``Q8_0`` (34 bytes): an fp16 scale ``d`` and 32 int8 ``q``; ``x = d * q``.
+* ``Q4_1`` (20 bytes): fp16 ``d`` and ``m``, 16 bytes of 4-bit ``q``; ``x = d * q + m``.
+  The low nibbles are elements 0-15, the high nibbles elements 16-31.
+
+Every count and length is checked against the file size before anything is allocated,
+so a truncated or corrupt file is a ``ValueError`` that says what is wrong.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = ["GGUFFile", "TensorInfo", "read_gguf", "dequantize", "quantize_q4_1", "quantize_q8_0",
+           "GGML_TYPES", "write_gguf"]
+
+MAGIC = b"GGUF"
+VERSIONS = (2, 3)
+QK = 32  # numbers per quantised block
+# ggml type id -> (name, numbers per block, bytes per block)
+GGML_TYPES = {0: ("F32", 1, 4), 1: ("F16", 1, 2), 3: ("Q4_1", QK, 20), 8: ("Q8_0", QK, 34)}
+_KNOWN_UNSUPPORTED = {2: "Q4_0", 6: "Q5_0", 7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K",
+                      13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 30: "BF16"}
+# metadata value types: id -> struct format (scalars); 8 = string, 9 = array
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+MAX_DIMS = 4
+
+_Q8_0 = np.dtype([("d", "<f2"), ("q", "i1", (QK,))])  # 34 bytes
+_Q4_1 = np.dtype([("d", "<f2"), ("m", "<f2"), ("q", "u1", (QK // 2,))])  # 20 bytes
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One row of the tensor table: torch shape (slowest-first), ggml type, byte range."""
+
+    name: str
+    shape: tuple
+    ggml_type: int
+    offset: int  # absolute, in the file
+    nbytes: int
+
+    @property
+    def type_name(self) -> str:
+        return GGML_TYPES[self.ggml_type][0]
+
+
+class _Reader:
+    """A cursor over bytes that refuses to read past the end."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def need(self, n: int, what: str) -> None:
+        if n < 0 or self.pos + n > len(self.data):
+            raise ValueError(f"GGUF file is truncated or corrupt: {what} needs {n} bytes at offset "
+                             f"{self.pos}, but the file has {len(self.data)} bytes")
+
+    def unpack(self, fmt: str, what: str):
+        size = struct.calcsize(fmt)
+        self.need(size, what)
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return value
+
+    def string(self, what: str) -> str:
+        n = self.unpack("<Q", f"the length of {what}")
+        self.need(n, f"{what} (a string of {n} bytes)")  # bounded by the file size
+        raw = self.data[self.pos:self.pos + n]
+        self.pos += n
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"GGUF file is corrupt: {what} is not UTF-8 ({err})") from None
+
+    def strings(self, count: int, what: str) -> list:
+        """``count`` strings in a row (the vocabulary: a fast loop with the same bounds checks)."""
+        data, pos, end, out = self.data, self.pos, len(self.data), []
+        unpack = struct.Struct("<Q").unpack_from
+        for i in range(count):
+            if pos + 8 > end:
+                self.pos = pos
+                self.need(8, f"the length of {what}[{i}]")
+            (n,) = unpack(data, pos)
+            if pos + 8 + n > end:
+                self.pos = pos + 8
+                self.need(n, f"{what}[{i}] (a string of {n} bytes)")
+            try:
+                out.append(data[pos + 8:pos + 8 + n].decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise ValueError(f"GGUF file is corrupt: {what}[{i}] is not UTF-8 ({err})") from None
+            pos += 8 + n
+        self.pos = pos
+        return out
+
+    def value(self, vtype: int, what: str, depth: int = 0):
+        if vtype in _SCALARS:
+            return self.unpack(_SCALARS[vtype], what)
+        if vtype == _STRING:
+            return self.string(what)
+        if vtype == _ARRAY:
+            if depth:
+                raise ValueError(f"GGUF file is corrupt: nested array in {what}")
+            etype = self.unpack("<I", f"the element type of {what}")
+            count = self.unpack("<Q", f"the length of {what}")
+            smallest = 8 if etype == _STRING else struct.calcsize(_SCALARS.get(etype, "<B"))
+            if count * smallest > len(self.data) - self.pos:
+                raise ValueError(f"GGUF file is corrupt: {what} claims {count} elements, more than the "
+                                 f"{len(self.data) - self.pos} bytes left in the file can hold")
+            if etype in _SCALARS:  # one vectorised read
+                fmt = _SCALARS[etype]
+                size = struct.calcsize(fmt)
+                arr = np.frombuffer(self.data, dtype=np.dtype(fmt), count=count, offset=self.pos)
+                self.pos += size * count
+                return arr.tolist()
+            if etype != _STRING:
+                raise ValueError(f"GGUF file is corrupt: {what} has unknown element type {etype}")
+            return self.strings(count, what)
+        raise ValueError(f"GGUF file is corrupt: {what} has unknown value type {vtype}")
+
+
+class GGUFFile:
+    """A parsed GGUF file: ``metadata`` (dict), ``tensors`` (name -> :class:`TensorInfo`).
+
+    ``tensor(name)`` returns one tensor dequantised to float32 with its torch shape.
+    """
+
+    def __init__(self, data: bytes, source: str = "<bytes>"):
+        self.source = source
+        self.data = data
+        r = _Reader(data)
+        magic = data[:4]
+        if len(data) < 4 or magic != MAGIC:
+            raise ValueError(f"{source} is not a GGUF file: it starts with {magic!r}, not {MAGIC!r}")
+        r.pos = 4
+        self.version = r.unpack("<I", "the version")
+        if self.version not in VERSIONS:
+            raise ValueError(f"unsupported GGUF version {self.version} in {source}: this reader handles {VERSIONS}")
+        n_tensors = r.unpack("<Q", "the tensor count")
+        n_kv = r.unpack("<Q", "the metadata count")
+        left = len(data) - r.pos
+        if n_kv * 13 > left:  # a key-value pair takes at least 8 + 1 + 4 bytes
+            raise ValueError(f"GGUF header claims {n_kv} metadata entries, impossible in {left} bytes")
+        if n_tensors * 24 > left:  # a tensor entry takes at least 8 + 4 + 4 + 8 bytes
+            raise ValueError(f"GGUF header claims {n_tensors} tensors, impossible in {left} bytes")
+        self.metadata = {}
+        for i in range(n_kv):
+            key = r.string(f"metadata key #{i}")
+            vtype = r.unpack("<I", f"the type of {key!r}")
+            self.metadata[key] = r.value(vtype, f"metadata {key!r}")
+        infos = []
+        for i in range(n_tensors):
+            name = r.string(f"tensor name #{i}")
+            n_dims = r.unpack("<I", f"the number of dims of {name!r}")
+            if not 1 <= n_dims <= MAX_DIMS:
+                raise ValueError(f"GGUF tensor {name!r} has {n_dims} dims (expected 1..{MAX_DIMS})")
+            dims = [r.unpack("<Q", f"dim {d} of {name!r}") for d in range(n_dims)]
+            gtype = r.unpack("<I", f"the type of {name!r}")
+            offset = r.unpack("<Q", f"the offset of {name!r}")
+            infos.append((name, dims, gtype, offset))
+        align = self.metadata.get("general.alignment", 32)
+        if not isinstance(align, int) or isinstance(align, bool) or align < 1 or align & (align - 1):
+            raise ValueError(f"GGUF alignment must be a power of two, got {align!r}")
+        self.alignment = align
+        self.data_start = -(-r.pos // self.alignment) * self.alignment
+        self.tensors = {}
+        for name, dims, gtype, offset in infos:
+            if gtype not in GGML_TYPES:
+                known = _KNOWN_UNSUPPORTED.get(gtype, f"type id {gtype}")
+                raise ValueError(f"GGUF tensor {name!r} uses the unsupported quantisation {known}: this reader "
+                                 f"handles {sorted(t[0] for t in GGML_TYPES.values())}")
+            _, per_block, block_bytes = GGML_TYPES[gtype]
+            n = 1
+            for d in dims:
+                if d < 1 or d > len(data) * 2:  # no element takes less than half a byte
+                    raise ValueError(f"GGUF tensor {name!r} has an impossible dimension {d}")
+                n *= d
+            if dims[0] % per_block:
+                raise ValueError(f"GGUF tensor {name!r}: rows of {dims[0]} do not split into blocks of {per_block}")
+            nbytes = n // per_block * block_bytes
+            start = self.data_start + offset
+            if start + nbytes > len(data):
+                raise ValueError(f"GGUF tensor {name!r} ({nbytes} bytes at offset {start}) runs past the end "
+                                 f"of the file ({len(data)} bytes): truncated or corrupt")
+            self.tensors[name] = TensorInfo(name, tuple(reversed(dims)), gtype, start, nbytes)
+
+    def __repr__(self):
+        return f"GGUFFile({self.source!r}, version={self.version}, {len(self.metadata)} keys, {len(self.tensors)} tensors)"
+
+    def raw(self, name: str) -> np.ndarray:
+        """The stored bytes of one tensor, (nbytes,) uint8, without a copy."""
+        if name not in self.tensors:
+            raise ValueError(f"no tensor {name!r} in {self.source}")
+        info = self.tensors[name]
+        return np.frombuffer(self.data, dtype=np.uint8, count=info.nbytes, offset=info.offset)
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """One tensor dequantised to float32, with its torch shape (slowest dimension first)."""
+        info = self.tensors.get(name)
+        if info is None:
+            raise ValueError(f"no tensor {name!r} in {self.source}")
+        return dequantize(self.raw(name), info.ggml_type, info.shape)
+
+
+def dequantize(raw: np.ndarray | bytes, ggml_type: int, shape: tuple) -> torch.Tensor:
+    """Bytes of F32, F16, Q8_0 or Q4_1 data -> a float32 tensor of ``shape``.
+
+    Q8_0: ``x = d * q``; Q4_1: ``x = d * q + m`` with ``q`` the low nibbles (elements
+    0-15) then the high nibbles (16-31) of each block's 16 bytes. Vectorised: one pass
+    over all blocks, no Python loop.
+    """
+    raw = np.frombuffer(raw, dtype=np.uint8) if isinstance(raw, (bytes, bytearray)) else raw
+    if ggml_type not in GGML_TYPES:
+        raise ValueError(f"unsupported ggml type {_KNOWN_UNSUPPORTED.get(ggml_type, ggml_type)}")
+    name, per_block, block_bytes = GGML_TYPES[ggml_type]
+    n = int(np.prod(shape))
+    if n % per_block or raw.size != n // per_block * block_bytes:
+        raise ValueError(f"{name} data of {raw.size} bytes does not hold a tensor of shape {tuple(shape)}")
+    with np.errstate(over="ignore", invalid="ignore"):  # corrupt scales may be inf/nan
+        return _dequantize(raw, name, block_bytes).reshape(shape)
+
+
+def _dequantize(raw: np.ndarray, name: str, block_bytes: int) -> torch.Tensor:
+    if name == "F32":
+        out = torch.from_numpy(raw.view("<f4").copy())
+    elif name == "F16":
+        out = torch.from_numpy(raw.view("<f2").astype(np.float32))
+    elif name == "Q8_0":
+        blocks = raw.reshape(-1, block_bytes)  # (n_blocks, 34)
+        d = blocks[:, :2].copy().view("<f2").astype(np.float32)  # (n_blocks, 1)
+        x = blocks[:, 2:].view(np.int8).astype(np.float32)  # (n_blocks, 32)
+        x *= d
+        out = torch.from_numpy(x.reshape(-1))
+    else:  # Q4_1
+        blocks = raw.reshape(-1, block_bytes)  # (n_blocks, 20)
+        dm = blocks[:, :4].copy().view("<f2").astype(np.float32)  # (n_blocks, 2): d, m
+        packed = blocks[:, 4:]  # (n_blocks, 16)
+        q = np.empty((len(blocks), 2, QK // 2), dtype=np.uint8)  # (n_blocks, 2, 16)
+        np.bitwise_and(packed, 0x0F, out=q[:, 0])  # low nibbles: elements 0-15
+        np.right_shift(packed, 4, out=q[:, 1])  # high nibbles: elements 16-31
+        x = q.astype(np.float32)
+        x *= dm[:, 0, None, None]
+        x += dm[:, 1, None, None]  # x = d * q + m
+        out = torch.from_numpy(x.reshape(-1))
+    return out
+
+
+def quantize_q8_0(x: torch.Tensor) -> bytes:
+    """float numbers (a multiple of 32) -> Q8_0 blocks: ``d = max|x| / 127``, ``q = round(x / d)``."""
+    x = x.detach().float().reshape(-1, QK)  # (n_blocks, 32)
+    d = x.abs().amax(dim=1, keepdim=True) / 127  # (n_blocks, 1)
+    q = torch.where(d > 0, x / d.clamp_min(1e-30), torch.zeros_like(x)).round().clamp(-127, 127)
+    blocks = np.zeros(x.shape[0], dtype=_Q8_0)
+    blocks["d"], blocks["q"] = d[:, 0].numpy(), q.to(torch.int8).numpy()
+    return blocks.tobytes()
+
+
+def quantize_q4_1(x: torch.Tensor) -> bytes:
+    """float numbers (a multiple of 32) -> Q4_1 blocks: ``m = min``, ``d = (max - min) / 15``."""
+    x = x.detach().float().reshape(-1, QK)  # (n_blocks, 32)
+    lo, hi = x.amin(dim=1, keepdim=True), x.amax(dim=1, keepdim=True)  # (n_blocks, 1)
+    d = (hi - lo) / 15
+    q = torch.where(d > 0, (x - lo) / d.clamp_min(1e-30), torch.zeros_like(x)).round().clamp(0, 15).to(torch.uint8)
+    blocks = np.zeros(x.shape[0], dtype=_Q4_1)
+    blocks["d"], blocks["m"] = d[:, 0].numpy(), lo[:, 0].numpy()
+    blocks["q"] = (q[:, :16] | (q[:, 16:] << 4)).numpy()  # low nibble: 0-15, high: 16-31
+    return blocks.tobytes()
+
+
+def _pack_value(value) -> bytes:
+    if isinstance(value, bool):
+        return struct.pack("<I?", 7, value)
+    if isinstance(value, int):
+        return struct.pack("<Iq", 11, value)
+    if isinstance(value, float):
+        return struct.pack("<If", 6, value)
+    if isinstance(value, str):
+        raw = value.encode()
+        return struct.pack("<IQ", _STRING, len(raw)) + raw
+    if isinstance(value, list):
+        if all(isinstance(v, str) for v in value):
+            body = b"".join(struct.pack("<Q", len(v.encode())) + v.encode() for v in value)
+            return struct.pack("<IIQ", _ARRAY, _STRING, len(value)) + body
+        return struct.pack("<IIQ", _ARRAY, 5, len(value)) + struct.pack(f"<{len(value)}i", *value)
+    raise ValueError(f"cannot write a metadata value of type {type(value).__name__}")
+
+
+def write_gguf(metadata: dict, tensors: dict, alignment: int = 32, version: int = 3) -> bytes:
+    """A small GGUF file as bytes (for tests and exercises): tensors name -> (ggml_type, shape, raw bytes)."""
+    head = MAGIC + struct.pack("<IQQ", version, len(tensors), len(metadata))
+    for key, value in metadata.items():
+        head += struct.pack("<Q", len(key.encode())) + key.encode() + _pack_value(value)
+    offset, body = 0, b""
+    for name, (gtype, shape, raw) in tensors.items():
+        dims = list(reversed(shape))
+        head += struct.pack("<Q", len(name.encode())) + name.encode() + struct.pack("<I", len(dims))
+        head += struct.pack(f"<{len(dims)}Q", *dims) + struct.pack("<IQ", gtype, offset)
+        pad = -len(raw) % alignment
+        body += raw + b"\0" * pad
+        offset += len(raw) + pad
+    head += b"\0" * (-len(head) % alignment)
+    return head + body
+
+
+def read_gguf(path: str | Path) -> GGUFFile:
+    """Parse a GGUF file (read into memory once; tensors are dequantised on demand)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no GGUF file at {path}")
+    return GGUFFile(path.read_bytes(), source=str(path))

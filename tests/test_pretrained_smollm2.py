@@ -1,0 +1,147 @@
+"""SmolLM2-135M in the package's GPT reproduces the reference ids, logits and greedy text.
+
+References (``REAL_MODELS.md``): a from-scratch forward matched the transformers GGUF
+loader to 7e-5 on the logits; the top logits below are printed to 4 decimals (rounding
+5e-5). A 1e-3 tolerance is 10x both and 1000x smaller than the gaps between them.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from beforeqkv.attention import apply_rotary, rotary_tables
+from beforeqkv.models import GPT
+from beforeqkv.pretrained import WeightsMissing
+from beforeqkv.pretrained.smollm2 import WEIGHT_MAP, unpermute_rotary
+
+PROMPT = "The capital of France is"
+IDS = [504, 3575, 282, 4649, 314]
+TOP3 = [(" Paris", 17.3713), (" the", 14.8886), (" London", 13.2450)]
+GREEDY = " Paris.\n\nThe answer is:"
+
+
+def _gguf_permute(w, n_heads):
+    """What llama.cpp's converter does to W_Q / W_K rows (halves -> adjacent pairs)."""
+    rows, d = w.shape
+    return w.reshape(n_heads, 2, rows // n_heads // 2, d).transpose(1, 2).reshape(rows, d)
+
+
+def test_unpermute_undoes_the_converter():
+    w = torch.randn(3 * 8, 5)
+    torch.testing.assert_close(unpermute_rotary(_gguf_permute(w, 3), 3), w, atol=0, rtol=0)
+    with pytest.raises(ValueError, match="even width"):
+        unpermute_rotary(torch.randn(9, 4), 3)
+
+
+def test_adjacent_pair_rotation_of_permuted_rows_is_rotate_half_of_the_originals():
+    d_head, T = 8, 5
+    cos, sin = rotary_tables(T, d_head)  # (T, d_head), rotate-half layout
+    q = torch.randn(T, d_head)
+    perm = _gguf_permute(torch.eye(d_head), 1)  # (d_head, d_head) the converter's row order
+    qp = q @ perm.T  # (T, d_head) the query as llama.cpp computes it
+    pairs = qp.reshape(T, d_head // 2, 2)  # (T, d/2, 2) adjacent pairs
+    c, s = cos[:, : d_head // 2], sin[:, : d_head // 2]
+    rot = torch.stack([pairs[..., 0] * c - pairs[..., 1] * s, pairs[..., 0] * s + pairs[..., 1] * c], -1)
+    torch.testing.assert_close(rot.reshape(T, d_head) @ perm, apply_rotary(q, cos, sin))
+
+
+def test_the_weight_map_names_parameters_of_the_package_gpt():
+    from beforeqkv.models import GPTConfig
+    model = GPT(GPTConfig(d_vocab=8, n_ctx=4, d_model=8, n_heads=2, n_layers=1, n_kv_heads=1, norm="rmsnorm",
+                          activation="swiglu", bias=False, positions="rotary", tie_embeddings=True))
+    names = {n for n, _ in model.named_parameters()}  # W_U.weight is W_E.weight: listed once
+    assert {dst.format(i=0) for dst in WEIGHT_MAP.values()} == names
+
+
+@pytest.fixture(scope="module")
+def lm():
+    try:
+        from beforeqkv.pretrained import load_smollm2
+        return load_smollm2()
+    except WeightsMissing as err:
+        pytest.skip(str(err))
+
+
+def test_architecture_is_read_from_the_file(lm):
+    c = lm.config
+    assert (c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.d_mlp, c.d_vocab) == (30, 576, 9, 3, 1536, 49152)
+    assert isinstance(lm.model, GPT) and lm.model.W_U.weight is lm.model.W_E.weight
+
+
+def test_reference_ids_without_bos(lm):
+    assert lm.tokenize(PROMPT) == IDS
+
+
+def test_top3_logits_match_the_reference(lm):
+    logits = lm.logits(IDS)
+    assert logits.shape == (5, 49152) and logits.dtype == torch.float32
+    top = torch.topk(logits[-1], 3)
+    got = [(lm.decode([i]), v) for i, v in zip(top.indices.tolist(), top.values.tolist())]
+    assert [w for w, _ in got] == [w for w, _ in TOP3]
+    for (_, v), (_, ref) in zip(got, TOP3):
+        assert abs(v - ref) <= 1e-3, (got, TOP3)
+
+
+def test_greedy_continuation_with_and_without_the_cache(lm):
+    cached = lm.generate_ids(IDS, 8, use_cache=True)
+    assert lm.decode(cached) == GREEDY
+    assert lm.generate_ids(IDS, 8, use_cache=False) == cached
+    assert lm.generate(PROMPT, 8) == GREEDY
+
+
+def test_sampling_is_seeded(lm):
+    a = lm.generate_ids(IDS, 3, greedy=False, seed=1)
+    assert a == lm.generate_ids(IDS, 3, greedy=False, seed=1) and len(a) == 3
+
+
+def test_bad_inputs_are_value_errors(lm):
+    with pytest.raises(ValueError, match="longer than SmolLM2's context of n_ctx=8192"):
+        lm.logits([1] * 8193)
+    with pytest.raises(ValueError, match="longer than SmolLM2's context"):
+        lm.generate_ids(IDS, 8190)
+    with pytest.raises(ValueError, match="non-empty list of ints"):
+        lm.logits([])
+    with pytest.raises(ValueError, match=r"in \[0, 49152\)"):
+        lm.logits([49152])
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        lm.generate(PROMPT, -1)
+
+
+PROBE = """
+import json, resource, time, torch
+torch.set_num_threads(1)
+from beforeqkv.pretrained import load_smollm2
+lm = load_smollm2()
+print(json.dumps({"seconds": lm.load_seconds,
+                  "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}))
+"""
+
+
+def test_loading_peak_memory_is_below_1_5_gb(lm):
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})
+    stats = json.loads(out.stdout.strip().splitlines()[-1])
+    assert stats["peak_gb"] <= 1.5, stats  # ru_maxrss is in kB on Linux
+
+
+def test_the_recap_figure_labels_every_part_with_a_chapter():
+    from beforeqkv.pretrained import figures_llm
+    fig = figures_llm.architecture_figure(30)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    notes = [t for t in texts if t.startswith("ch ")]
+    assert len(notes) == len(figures_llm._PARTS) and "× 30 blocks" in texts
+    assert all(any(f"ch {n}" in t for t in notes) for n in (2, 4, 5, 6, 7, 8, 9, 11))
+
+
+def test_attention_and_next_token_figures_draw():
+    from beforeqkv.pretrained import figures_llm
+    fig = figures_llm.attention_figure(torch.eye(3), ["a", "b", "c"], layer=1, head=2)
+    assert fig.axes[0].get_title() == "layer 1, head 2"
+    fig = figures_llm.next_token_figure([(" Paris", 0.7), (" the", 0.1)], "The capital")
+    assert len(fig.axes[0].patches) == 2
+    with pytest.raises(ValueError):
+        figures_llm.attention_figure(torch.ones(2, 2, 2), ["a", "b"], 0, 0)
