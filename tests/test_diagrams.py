@@ -107,3 +107,21 @@ def test_preface_states_the_same_argument_map():
 def test_bad_sizes_raise_value_error(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_chapter_cells_that_draw_a_diagram_carry_its_alt_text_and_a_caption():
+    import json
+    from pathlib import Path
+
+    found = {}
+    for path in sorted((Path(__file__).parents[1] / "book").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            src = "".join(cell["source"])
+            for name in ALL:
+                if cell["cell_type"] == "code" and f"diagrams.{name}(" in src:
+                    meta = cell["metadata"]
+                    assert "remove-input" in meta.get("tags", []), (path.name, name)
+                    assert meta["mystnb"]["image"]["alt"] == diagrams.ALT_TEXT[name], (path.name, name)
+                    assert meta["mystnb"]["figure"]["caption"], (path.name, name)
+                    found[name] = path.name
+    assert set(found) == set(ALL) - {"argument_map"}, found
