@@ -35,6 +35,11 @@ def test_diagrams_stay_legible_in_a_700px_column(name):
     assert fig.get_size_inches()[0] <= diagrams.MAX_WIDTH
     sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")) if t.get_text()]
     assert sizes and min(sizes) >= diagrams.MIN_FONT, (name, min(sizes))
+    # nothing spills outside the figure, so the saved (tight) PNG is not wider than the figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    tight = fig.get_tightbbox(FigureCanvasAgg(fig).get_renderer())
+    assert tight.width <= diagrams.MAX_WIDTH + 0.05, (name, tight.width)
 
 
 def test_memory_figure_shows_both_memories():
