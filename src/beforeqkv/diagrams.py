@@ -129,8 +129,9 @@ def memory_figure(n_tokens: int = 5):
     """A fixed memory box (chapter 1) vs a memory that keeps every state (chapter 2)."""
     _check_tokens(n_tokens, 2, 6)
     T, xs = n_tokens, [1.0 + 1.3 * t for t in range(n_tokens)]
-    fig, axes = _canvas((7.0, 5.6), (0, 10.2), (-0.2, 3.3), nrows=2)
+    fig, axes = _canvas((7.0, 5.0), (0, 10.2), (-0.2, 3.3), nrows=2, height_ratios=[2.5, 3.5])
     top, bottom = axes[0, 0], axes[1, 0]
+    top.set_ylim(-0.2, 2.3)
     top.set_title("Chapter 1 · a fixed memory: one state, overwritten", fontsize=12)
     bottom.set_title("Chapter 2 · keep every state: the memory grows", fontsize=12)
     for ax in (top, bottom):
@@ -141,10 +142,10 @@ def memory_figure(n_tokens: int = 5):
         _box(top, x, 1.35, f"$h_{t + 1}$", w=0.8, h=0.6, color=BLUE, faded=t < T - 1)
         if t:
             _arrow(top, (xs[t - 1] + 0.4, 1.35), (x - 0.4, 1.35))
-    top.text(xs[0] - 0.5, 2.2, "earlier states: overwritten", fontsize=FONT, color=GREY, ha="left")
+    top.text(xs[0] - 0.5, 1.95, "earlier states: overwritten", fontsize=FONT, color=GREY, ha="left")
     _box(top, 9.0, 1.35, "answer", w=1.3, h=0.6, color=GREEN)
     _arrow(top, (xs[-1] + 0.4, 1.35), (8.35, 1.35))
-    top.text(9.0, 0.3, "memory: $d_\\mathrm{hid}$\nnumbers, any $T$", ha="center", va="center",
+    top.text(9.0, 0.3, "memory: a fixed\nsize, any $T$", ha="center", va="center",
              fontsize=FONT)
     a = np.exp([0.2, 1.8, 0.1, -0.3, 0.5, 0.0][:T])
     a = a / a.sum()
