@@ -329,7 +329,7 @@ def block_figure():
     _arrow(ax, (xc, 0.81), (xc, 1.19))      # token ids -> embedding (which starts the stream)
     ax.plot([rx, rx], [1.82, 7.7], color=RED, lw=3, solid_capstyle="butt")   # the residual stream
     ax.plot([rx, xc - 1.8], [1.82, 1.82], color=RED, lw=3)
-    ax.text(rx - 0.25, 3.2, "residual\nstream\n(ch. 8)", fontsize=FONT, color=RED, ha="right", va="bottom")
+    ax.text(rx - 0.7, 3.2, "residual\nstream\n(ch. 8)", fontsize=FONT, color=RED, ha="right", va="bottom")
     for y_ln, y_sub, y_add in [(2.7, 3.9, 4.75), (5.4, 6.6, 7.45)]:
         _arrow(ax, (rx, y_ln - 0.35), (xc - 1.8, y_ln), color=RED)      # read the stream
         _arrow(ax, (xc, y_ln + 0.31), (xc, y_sub - 0.31))
