@@ -1,0 +1,132 @@
+"""Every diagram is a Figure with its labelled parts, alt text, and legible fonts."""
+import re
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from beforeqkv import diagrams
+
+ALL = ["memory_figure", "mixing_figure", "symmetry_figure", "heads_figure", "block_figure",
+       "argument_map"]
+
+
+def texts(fig):
+    """Every string drawn on the figure (titles, labels, tick labels, annotations)."""
+    out = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize"))]
+    return [t for t in out if t]
+
+
+def joined(fig):
+    return " ".join(texts(fig))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_each_diagram_is_a_figure_with_its_alt_text(name):
+    fig = getattr(diagrams, name)()
+    assert isinstance(fig, Figure)
+    assert fig.alt_text == diagrams.ALT_TEXT[name]
+    assert len(fig.alt_text) >= 150 and "$" not in fig.alt_text
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_diagrams_stay_legible_in_a_700px_column(name):
+    fig = getattr(diagrams, name)()
+    assert fig.get_size_inches()[0] <= diagrams.MAX_WIDTH
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")) if t.get_text()]
+    assert sizes and min(sizes) >= diagrams.MIN_FONT, (name, min(sizes))
+    # nothing spills outside the figure, so the saved (tight) PNG is not wider than the figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    tight = fig.get_tightbbox(FigureCanvasAgg(fig).get_renderer())
+    assert tight.width <= diagrams.MAX_WIDTH + 0.05, (name, tight.width)
+
+
+def test_memory_figure_shows_both_memories():
+    s = joined(diagrams.memory_figure(n_tokens=4))
+    assert "Chapter 1" in s and "Chapter 2" in s and "$h_4$" in s and "$h_5$" not in s
+    assert "answer" in s and "query $q$" in s
+
+
+def test_memory_figure_weights_sum_to_one():
+    fig = diagrams.memory_figure()
+    shown = [float(t) for t in texts(fig) if t.replace(".", "").isdigit() and "." in t]
+    assert len(shown) == 5 and abs(sum(shown) - 1) <= 0.02
+
+
+def test_mixing_figure_rows_are_weights_that_sum_to_one():
+    fig = diagrams.mixing_figure(n_tokens=4, focus=2)
+    mat = fig.axes[1]
+    w = mat.images[0].get_array()
+    assert w.shape == (4, 4)
+    np.testing.assert_allclose(np.asarray(w).sum(-1), 1.0, rtol=1e-6)
+    s = joined(fig)
+    assert "$y_2 = \\sum_j w_{2j}\\, x_j$" in s and "$x_4$" in s
+
+
+def test_symmetry_figure_contrasts_a_matrix_and_its_symmetric_part():
+    fig = diagrams.symmetry_figure()
+    A, S = (np.asarray(ax.images[0].get_array()) for ax in (fig.axes[1], fig.axes[3]))
+    assert not np.allclose(A, A.T) and np.allclose(S, S.T)
+    np.testing.assert_allclose(S, (A + A.T) / 2)
+    s = joined(fig)
+    assert all(w in s for w in ["rock", "paper", "scissors", "asymmetric", "symmetric"])
+
+
+def test_heads_figure_names_the_per_head_maps():
+    s = joined(diagrams.heads_figure(n_heads=3))
+    assert "$W_V^3$" in s and "$W_O^3$" in s and "3 heads" in s and "$T^2 d^2$" in s
+
+
+def test_block_figure_labels_every_part_with_a_chapter():
+    s = joined(diagrams.block_figure())
+    for part in ["LayerNorm", "causal multi-head attention", "MLP", "$W_U$", "residual"]:
+        assert part in s, part
+    cited = set()
+    for group in re.findall(r"ch\. ([0-9, -]+)", s):
+        for part in group.replace(" ", "").strip(",").split(","):
+            lo, _, hi = part.partition("-")
+            cited |= set(range(int(lo), int(hi or lo) + 1))
+    assert cited == set(range(3, 10)), cited
+
+
+def test_argument_map_has_every_chapter_pressure_and_fix():
+    s = joined(diagrams.argument_map())
+    for n, _, pressure, fix in diagrams.ARGUMENT:
+        assert pressure.split()[-1] in s and fix.split()[0] in s
+    assert [n for n, *_ in diagrams.ARGUMENT] == list(range(1, 10))
+
+
+def test_preface_states_the_same_argument_map():
+    from pathlib import Path
+    index = (Path(__file__).parents[1] / "book" / "index.md").read_text()
+    for n, _, pressure, fix in diagrams.ARGUMENT:
+        assert f"| {pressure} | {fix} |" in index, n
+
+
+@pytest.mark.parametrize("call", [lambda: diagrams.memory_figure(n_tokens=1),
+                                  lambda: diagrams.memory_figure(n_tokens=3.0),
+                                  lambda: diagrams.mixing_figure(focus=9),
+                                  lambda: diagrams.heads_figure(n_heads=0),
+                                  lambda: diagrams.heads_figure(n_tokens=20)])
+def test_bad_sizes_raise_value_error(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_chapter_cells_that_draw_a_diagram_carry_its_alt_text_and_a_caption():
+    import json
+    from pathlib import Path
+
+    found = {}
+    for path in sorted((Path(__file__).parents[1] / "book").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            src = "".join(cell["source"])
+            for name in ALL:
+                if cell["cell_type"] == "code" and f"diagrams.{name}(" in src:
+                    meta = cell["metadata"]
+                    assert "remove-input" in meta.get("tags", []), (path.name, name)
+                    assert meta["mystnb"]["image"]["alt"] == diagrams.ALT_TEXT[name], (path.name, name)
+                    assert meta["mystnb"]["figure"]["caption"], (path.name, name)
+                    found[name] = path.name
+    assert set(found) == set(ALL) - {"argument_map"}, found
