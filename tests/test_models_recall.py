@@ -13,8 +13,12 @@ def test_recall_models_output_one_logit_per_value(gen):
 
 def test_recall_attention_weights_are_a_distribution_over_pairs(gen):
     m = models.RecallAttention()
-    m(*tasks.associative_recall(5, 6, generator=gen)[0])
-    torch.testing.assert_close(m.last_weights.sum(-1), torch.ones(5))
+    _, w = m(*tasks.associative_recall(5, 6, generator=gen)[0], return_weights=True)
+    assert w.shape == (5, 6)
+    torch.testing.assert_close(w.sum(-1), torch.ones(5))
+    with pytest.raises(ValueError, match="linear"):
+        models.RecallAttention(kind="linear")(*tasks.associative_recall(5, 6, generator=gen)[0],
+                                              return_weights=True)
 
 
 def test_unscaled_attention_differs_from_scaled(gen):

@@ -7,7 +7,7 @@
 * :class:`TriadModel` - one attention layer with a pluggable score
   (:mod:`beforeqkv.scores`) for the rock-paper-scissors task of chapter 5.
 
-Every model keeps its last attention weights in ``last_weights`` for plotting.
+Every model returns its attention weights with ``forward(..., return_weights=True)``.
 """
 from __future__ import annotations
 
@@ -47,7 +47,6 @@ class _QueryMixer(nn.Module):
         self.P = nn.Embedding(n_ctx, d_model) if positions else None
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_vocab))
-        self.last_weights: torch.Tensor | None = None
 
     def embed(self, tokens: torch.Tensor, query: torch.Tensor):
         """tokens (B, T), query (B,) -> h (B, T, d), h_q (B, d)."""
@@ -65,15 +64,16 @@ class _QueryMixer(nn.Module):
         if self.P is not None and t > self.n_ctx:
             raise ValueError(f"sequence of length {t} is longer than the {self.n_ctx} learned positions")
 
-    def weights(self, h: torch.Tensor, h_q: torch.Tensor) -> torch.Tensor:
+    def _mix_weights(self, h: torch.Tensor, h_q: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def forward(self, tokens: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, query: torch.Tensor, return_weights: bool = False):
+        """-> logits (B, d_vocab); with ``return_weights=True`` also the weights a (B, T)."""
         h, h_q = self.embed(tokens, query)  # (B, T, d), (B, d)
-        a = self.weights(h, h_q)  # (B, T)
-        self.last_weights = a.detach()
+        a = self._mix_weights(h, h_q)  # (B, T)
         read = torch.einsum("bj,bjd->bd", a, self.W_V(h))  # (B, d)
-        return self.mlp(h_q + read)  # (B, d_vocab)
+        logits = self.mlp(h_q + read)  # (B, d_vocab)
+        return (logits, a) if return_weights else logits
 
 
 class StaticMixer(_QueryMixer):
@@ -95,14 +95,14 @@ class StaticMixer(_QueryMixer):
             raise ValueError(f"a static mixer has one weight per position, learned for T={self.n_ctx}; "
                              f"it cannot mix a sequence of length {t}")
 
-    def weights(self, h, h_q):
+    def _mix_weights(self, h, h_q):
         return torch.softmax(self.w, dim=0).expand(h.shape[0], -1)  # (B, T)
 
 
 class ContentMixer(_QueryMixer):
     """Content attention ``a_j = softmax_j(W_Q h_q . W_K h_j / sqrt(d))``. Derived in chapter 4.
 
-    forward(tokens (B, T), query (B,)) -> logits (B, d_vocab); ``last_weights`` is (B, T).
+    forward(tokens (B, T), query (B,)) -> logits (B, d_vocab) [, weights (B, T)].
 
     With ``positions=False`` the tokens carry no position: permuting them permutes
     the weights and leaves the output unchanged (it reads a set, not a sequence).
@@ -114,7 +114,7 @@ class ContentMixer(_QueryMixer):
         self.W_Q = nn.Linear(d_model, d_model, bias=False)
         self.W_K = nn.Linear(d_model, d_model, bias=False)
 
-    def weights(self, h, h_q):
+    def _mix_weights(self, h, h_q):
         q = self.W_Q(h_q)  # (B, d)
         k = self.W_K(h)  # (B, T, d)
         s = torch.einsum("bd,btd->bt", q, k) / math.sqrt(self.d_model)  # (B, T)
@@ -128,7 +128,7 @@ class TriadModel(nn.Module):
     ``a_ij = softmax_j score(x_i, x_j)``. No residual: token i must *read* its answer.
 
     score: a module from :mod:`beforeqkv.scores` or a name in ``scores.SCORES``.
-    forward(items (B, T), payloads (B, T)) -> logits (B, T, n_payloads).
+    forward(items (B, T), payloads (B, T)) -> logits (B, T, n_payloads) [, weights (B, T, T)].
     """
 
     def __init__(self, score="full bilinear", n_items: int = 24, n_payloads: int = 8, d_model: int = 32):
@@ -144,15 +144,14 @@ class TriadModel(nn.Module):
         self.score = score
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.readout = nn.Linear(d_model, n_payloads)
-        self.last_weights: torch.Tensor | None = None
 
-    def forward(self, items: torch.Tensor, payloads: torch.Tensor) -> torch.Tensor:
+    def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
         _check_ids("items", items, self.n_items, 2)
         _check_ids("payloads", payloads, self.n_payloads, 2)
         if items.shape != payloads.shape:
             raise ValueError(f"items {tuple(items.shape)} and payloads {tuple(payloads.shape)} differ")
         x = self.E_item(items) + self.E_pay(payloads)  # (B, T, d)
         a = torch.softmax(self.score(x), dim=-1)  # (B, T, T)
-        self.last_weights = a.detach()
         read = torch.einsum("bij,bjd->bid", a, self.W_V(x))  # (B, T, d)
-        return self.readout(read)  # (B, T, n_payloads)
+        logits = self.readout(read)  # (B, T, n_payloads)
+        return (logits, a) if return_weights else logits

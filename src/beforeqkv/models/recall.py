@@ -73,9 +73,14 @@ class RecallAttention(nn.Module):
         if init_std is not None:
             for lin in (self.W_Q, self.W_K, self.W_V):
                 nn.init.normal_(lin.weight, std=init_std)
-        self.last_weights: torch.Tensor | None = None
 
-    def forward(self, keys, values, query):
+    def forward(self, keys, values, query, return_weights: bool = False):
+        """keys, values (B, N), query (B,) -> logits (B, n_values) [, weights (B, N)].
+
+        ``return_weights=True`` (softmax only) also returns the read's weights over the pairs.
+        """
+        if return_weights and self.kind == "linear":
+            raise ValueError("linear attention has no normalised weights to return (kind='linear')")
         pairs, q = self.embed(keys, values, query)  # (B, N, d), (B, d)
         q = self.W_Q(q).unsqueeze(1)  # (B, 1, d_head)
         k, v = self.W_K(pairs), self.W_V(pairs)  # (B, N, d_head)
@@ -84,5 +89,5 @@ class RecallAttention(nn.Module):
         else:
             scale = 1.0 / math.sqrt(self.d_head) if self.scaled else 1.0
             read, weights = attend(q, k, v, scale=scale)  # (B, 1, d_head), (B, 1, N)
-            self.last_weights = weights.detach()[:, 0]  # (B, N)
-        return self.readout(read[:, 0])  # (B, n_values)
+        logits = self.readout(read[:, 0])  # (B, n_values)
+        return (logits, weights[:, 0]) if return_weights else logits
