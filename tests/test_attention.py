@@ -90,7 +90,7 @@ def test_single_query_single_key_reads_that_value():
 
 def test_linear_attention_teaching_equals_fast_weight_read(device):
     q, k, v = qkv(device=device)
-    torch.testing.assert_close(A.linear_attention(q, k, v), A.linear_attention(q, k, v, fast=True),
+    torch.testing.assert_close(A.linear_attention(q, k, v), A.linear_attention(q, k, v, via_memory=True),
                                atol=1e-4, rtol=1e-4)
 
 

@@ -156,3 +156,26 @@ def test_bad_schedule_and_eval_arguments_raise_value_error(kwargs):
     with pytest.raises(ValueError):
         train.train(models.RecallAttention(), lambda g: tasks.associative_recall(4, 2, generator=g), steps=2,
                     **kwargs)
+
+
+def test_accuracy_refuses_nan_logits_instead_of_counting_them():
+    class Broken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = nn.Parameter(torch.zeros(16))
+
+        def forward(self, keys, values, query):
+            out = torch.zeros(keys.shape[0], 16) + self.p
+            out[0, 3] = float("nan")
+            return out
+
+    batch = tasks.associative_recall(10, 2, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="NaN"):
+        train.accuracy(Broken(), batch)
+
+
+@pytest.mark.parametrize("grad_clip", [0.0, float("nan")])
+def test_bad_grad_clip_raises(grad_clip):
+    with pytest.raises(ValueError, match="grad_clip"):
+        train.train(models.RecallAttention(), lambda g: tasks.associative_recall(4, 2, generator=g), steps=1,
+                    grad_clip=grad_clip)

@@ -171,15 +171,16 @@ def fast_weight_memory(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.einsum("...jv,...jk->...vk", v, k)  # (..., d_v, d_k)
 
 
-def linear_attention(q, k, v, fast: bool = False) -> torch.Tensor:
+def linear_attention(q, k, v, via_memory: bool = False) -> torch.Tensor:
     """Linear attention / fast-weight read, ``out_i = sum_j (k_j . q_i) v_j = M q_i``.
 
-    Teaching path: unnormalised scores then a weighted sum (grows with T).
-    Fast path: fold the keys and values into ``M`` (fixed d_v x d_k), then ``M q``.
+    ``via_memory=False`` (teaching order): unnormalised scores then a weighted sum (grows
+    with T). ``via_memory=True``: fold the keys and values into ``M`` (fixed d_v x d_k)
+    first, then read ``M q``. Same result, different cost.
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v) -> (..., T_q, d_v).
     """
     _check_qkv(q, k, v)
-    if fast:
+    if via_memory:
         memory = fast_weight_memory(k, v)  # (..., d_v, d_k)
         return torch.einsum("...vk,...ik->...iv", memory, q)  # (..., T_q, d_v)
     scores = torch.einsum("...id,...jd->...ij", q, k)  # (..., T_q, T_k)

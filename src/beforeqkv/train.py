@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._validate import check_positive
+from ._validate import check_finite, check_finite_number, check_positive
 
 __all__ = ["History", "train", "accuracy", "evaluate_loss", "cross_entropy", "move", "param_groups",
            "lr_factor"]
@@ -147,10 +147,10 @@ def train(model: nn.Module, batch_fn: Callable, steps: int, lr: float = 3e-3, op
     check_positive(steps=steps, log_every=log_every)
     if not callable(batch_fn):
         raise ValueError("batch_fn must be callable: batch_fn(generator) -> (inputs, target)")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-    if not (isinstance(weight_decay, (int, float)) and math.isfinite(weight_decay) and weight_decay >= 0):
-        raise ValueError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
+    check_finite_number("lr", lr, low=0, strict=True)
+    check_finite_number("weight_decay", weight_decay, low=0)
+    if grad_clip is not None:
+        check_finite_number("grad_clip", grad_clip, low=0, strict=True)
     if schedule not in ("constant", "cosine"):
         raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
     if not isinstance(warmup, int) or isinstance(warmup, bool) or not 0 <= warmup <= steps:
@@ -244,9 +244,15 @@ def _per_chunk(model: nn.Module, batch, batch_size: int, device, score) -> float
 
 
 def accuracy(model: nn.Module, batch, batch_size: int = 1000, device=None) -> float:
-    """Fraction of examples where ``argmax model(*inputs) == target`` (over all positions)."""
-    return _per_chunk(model, batch, batch_size, device,
-                      lambda logits, y: ((logits.argmax(dim=-1) == y).sum().item(), y.numel()))
+    """Fraction of examples where ``argmax model(*inputs) == target`` (over all positions).
+
+    NaN/inf logits raise a ValueError (argmax would silently pick the NaN).
+    """
+    def score(logits, y):
+        check_finite("the model's logits", logits)
+        return (logits.argmax(dim=-1) == y).sum().item(), y.numel()
+
+    return _per_chunk(model, batch, batch_size, device, score)
 
 
 def evaluate_loss(model: nn.Module, batch, batch_size: int = 1000, device=None) -> float:

@@ -85,7 +85,7 @@ class RecallAttention(nn.Module):
         q = self.W_Q(q).unsqueeze(1)  # (B, 1, d_head)
         k, v = self.W_K(pairs), self.W_V(pairs)  # (B, N, d_head)
         if self.kind == "linear":
-            read = linear_attention(q, k, v, fast=True)  # (B, 1, d_head)
+            read = linear_attention(q, k, v, via_memory=True)  # (B, 1, d_head)
         else:
             scale = 1.0 / math.sqrt(self.d_head) if self.scaled else 1.0
             read, weights = attend(q, k, v, scale=scale)  # (B, 1, d_head), (B, 1, N)

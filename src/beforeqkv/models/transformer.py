@@ -11,7 +11,6 @@ grouped key/value heads, SwiGLU, no biases, tied embeddings) load into this code
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -20,7 +19,7 @@ import torch.nn as nn
 from ..attention import KVCache, MultiHeadAttention, rotary_tables
 from .blocks import ACTIVATIONS, MLP, NORMS, RMSNorm, make_norm
 from .recall import PairEmbedding
-from .._validate import check_positive
+from .._validate import check_finite, check_finite_number, check_positive
 
 __all__ = ["TransformerBlock", "TransformerConfig", "Transformer", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"]
 
@@ -117,8 +116,7 @@ class TransformerConfig:
             raise ValueError(f"unknown MLP activation {self.activation!r}: choose one of {ACTIVATIONS}")
         if self.positions not in POSITIONS:
             raise ValueError(f"unknown positions {self.positions!r}: choose one of {POSITIONS}")
-        if not isinstance(self.init_std, (int, float)) or not self.init_std > 0 or self.init_std == float("inf"):
-            raise ValueError(f"init_std must be a positive finite number, got {self.init_std!r}")
+        check_finite_number("GPTConfig.init_std", self.init_std, low=0, strict=True)
         if self.final_norm is None:
             self.final_norm = self.prenorm
 
@@ -240,9 +238,7 @@ class GPT(Transformer):
         """
         if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
-        if (not isinstance(temperature, (int, float)) or isinstance(temperature, bool)
-                or not math.isfinite(temperature) or temperature < 0):
-            raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+        check_finite_number("temperature", temperature, low=0)
         if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
             raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
         if not self.config.causal:
@@ -273,6 +269,7 @@ class GPT(Transformer):
 def _sample(logits, temperature, top_k, generator):
     """Next token (B, 1) from logits (B, V); sampled on the CPU so any generator works."""
     logits = logits.float().cpu()
+    check_finite("the model's logits", logits)  # on the CPU already: no extra device sync
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     logits = logits / temperature
