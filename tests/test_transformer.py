@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from beforeqkv import attention, models
 from beforeqkv.attention import KVCache
-from beforeqkv.models import GPT, GPTConfig, MLP, RecallTransformer, TransformerBlock
+from beforeqkv.models import GPT, GPTConfig, MLP, TransformerBlock
 
 TINY = dict(d_vocab=11, n_ctx=12, d_model=16, n_heads=4, n_layers=2)
 VARIANTS = {
@@ -177,12 +177,6 @@ def test_top_k_one_is_greedy():
     model = _gpt()
     a = model.generate(torch.tensor([3]), 8, top_k=1, generator=torch.Generator().manual_seed(0))
     assert torch.equal(a, model.generate(torch.tensor([3]), 8, temperature=0))
-
-
-def test_recall_transformer_gives_logits_per_value():
-    model = RecallTransformer(d_model=8, n_heads=2, n_layers=2, residual=False)
-    keys, values = torch.tensor([[1, 5, 9]]), torch.tensor([[2, 0, 3]])
-    assert model(keys, values, torch.tensor([5])).shape == (1, 16)
 
 
 # ------------------------------------------------------------------ errors

@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._validate import check_finite, check_finite_number, check_positive
+from ._validate import check_finite, check_finite_number, check_positive, move
 
 __all__ = ["History", "train", "accuracy", "evaluate_loss", "cross_entropy", "move", "param_groups",
            "lr_factor"]
@@ -42,17 +42,6 @@ class History:
     def as_dict(self) -> dict:
         return {"steps": list(self.steps), "loss": list(self.loss),
                 "eval_steps": list(self.eval_steps), "eval_values": list(self.eval_values)}
-
-
-def move(inputs, device):
-    """Move a tensor or a (nested) tuple/list of tensors to ``device``."""
-    if device is None:
-        return inputs
-    if isinstance(inputs, torch.Tensor):
-        return inputs.to(device)
-    if isinstance(inputs, (tuple, list)):
-        return tuple(move(x, device) for x in inputs)
-    raise ValueError(f"expected a tensor or a tuple of tensors, got {type(inputs).__name__}")
 
 
 def _call(model, inputs):
@@ -223,8 +212,12 @@ def train(model: nn.Module, batch_fn: Callable, steps: int, lr: float = 3e-3, op
 
 
 @torch.no_grad()
-def _per_chunk(model: nn.Module, batch, batch_size: int, device, score) -> float:
-    """Average ``score(logits, target) -> (sum, count)`` over a fixed batch, in chunks, in eval mode."""
+def _per_chunk(model: nn.Module, batch, batch_size: int, device, score):
+    """Average ``score(logits, target) -> (sum, count)`` over a fixed batch, in chunks, in eval mode.
+
+    ``sum`` may be a number or a CPU tensor of several sums (one average each). The shared
+    evaluation of :func:`accuracy`, :func:`evaluate_loss` and :func:`beforeqkv.probes.ring_accuracy`.
+    """
     inputs, target = batch
     if device is None:
         device = next(model.parameters()).device

@@ -11,22 +11,17 @@ import torch
 import torch.nn as nn
 
 from ..attention import MultiHeadAttention
-from ..tasks.ring import ring_neighbors
-from .._validate import check_positive
+from .._validate import check_ids, check_positive
 
-__all__ = ["RingHeads", "PerPairGenerator", "ov_matrices", "per_pair_matrices", "mix_per_pair",
-           "ring_accuracy", "routing_profile"]
+__all__ = ["RingHeads", "PerPairGenerator", "ov_matrices", "per_pair_matrices", "mix_per_pair"]
 
 
 def _check_ring_inputs(items, payloads, n_items: int, n_payloads: int) -> None:
-    if not isinstance(items, torch.Tensor) or not isinstance(payloads, torch.Tensor):
-        raise ValueError("items and payloads must be integer tensors of shape (B, T)")
-    if items.dim() != 2 or items.shape != payloads.shape:
+    check_ids("items", items, n_items, dim=2)
+    check_ids("payloads", payloads, n_payloads, dim=2)
+    if items.shape != payloads.shape:
         raise ValueError(f"items and payloads must both be (B, T), got {tuple(items.shape)} and "
                          f"{tuple(payloads.shape)}")
-    if items.numel() and (items.min() < 0 or items.max() >= n_items or payloads.min() < 0
-                          or payloads.max() >= n_payloads):
-        raise ValueError(f"ids out of range: items need 0 <= id < {n_items}, payloads 0 <= id < {n_payloads}")
 
 
 class RingHeads(nn.Module):
@@ -138,37 +133,3 @@ def per_pair_matrices(mha: MultiHeadAttention, x: torch.Tensor, **kwargs):
         W_O = mha.W_O.weight.view(mha.d_model, mha.n_heads, mha.d_head)  # (d, H, d_head)
         offset = offset + torch.einsum("ohk,hk->o", W_O, b_v)  # (d,)
     return M, offset
-
-
-@torch.no_grad()
-def ring_accuracy(model: nn.Module, batch, batch_size: int = 1000) -> dict:
-    """Accuracy on the ring task: ``successor``, ``predecessor`` and ``both`` (per position)."""
-    (items, payloads), target = batch
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    hits = []
-    for s in range(0, items.shape[0], batch_size):
-        logits = model(items[s:s + batch_size].to(device), payloads[s:s + batch_size].to(device))
-        hits.append((logits.argmax(-1) == target[s:s + batch_size].to(device)).cpu())  # (b, T, 2)
-    model.train(was_training)
-    hit = torch.cat(hits)  # (B, T, 2)
-    return {"successor": hit[..., 0].float().mean().item(), "predecessor": hit[..., 1].float().mean().item(),
-            "both": hit.all(dim=-1).float().mean().item()}
-
-
-@torch.no_grad()
-def routing_profile(model: RingHeads, batch, ring_size: int = 8) -> torch.Tensor:
-    """Mean attention weight each head puts on the successor, the predecessor and the token itself.
-
-    Returns (n_heads, 3): columns successor, predecessor, self. Chapter 6.
-    """
-    (items, payloads), _ = batch
-    device = next(model.parameters()).device
-    _, w = model(items.to(device), payloads.to(device), return_weights=True)  # (B, H, T, T)
-    succ, pred = ring_neighbors(items, ring_size)  # (B, T)
-    cols = []
-    for target_ids in (succ, pred, items):
-        pick = (items.unsqueeze(1) == target_ids.unsqueeze(2)).to(device)  # (B, T_i, T_j): j is i's target
-        cols.append((w * pick.unsqueeze(1)).sum(-1).mean(dim=(0, 2)))  # (H,)
-    return torch.stack(cols, dim=-1).cpu()  # (H, 3)

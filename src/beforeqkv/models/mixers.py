@@ -17,16 +17,9 @@ import torch
 import torch.nn as nn
 
 from .. import scores as _scores
-from .._validate import check_positive
+from .._validate import check_ids, check_positive
 
 __all__ = ["StaticMixer", "ContentMixer", "TriadModel"]
-
-
-def _check_ids(name: str, ids, n: int, dim: int) -> None:
-    if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.dim() != dim:
-        raise ValueError(f"{name} must be an integer tensor with {dim} dims")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= n):
-        raise ValueError(f"{name} ids must lie in [0, {n}), got range [{ids.min()}, {ids.max()}]")
 
 
 class _QueryMixer(nn.Module):
@@ -50,8 +43,8 @@ class _QueryMixer(nn.Module):
 
     def embed(self, tokens: torch.Tensor, query: torch.Tensor):
         """tokens (B, T), query (B,) -> h (B, T, d), h_q (B, d)."""
-        _check_ids("tokens", tokens, self.d_vocab, 2)
-        _check_ids("query", query, self.n_queries, 1)
+        check_ids("tokens", tokens, self.d_vocab, 2)
+        check_ids("query", query, self.n_queries, 1)
         if query.shape[0] != tokens.shape[0]:
             raise ValueError(f"tokens {tuple(tokens.shape)} and query {tuple(query.shape)} disagree on B")
         self._check_length(tokens.shape[1])
@@ -146,8 +139,8 @@ class TriadModel(nn.Module):
         self.readout = nn.Linear(d_model, n_payloads)
 
     def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
-        _check_ids("items", items, self.n_items, 2)
-        _check_ids("payloads", payloads, self.n_payloads, 2)
+        check_ids("items", items, self.n_items, 2)
+        check_ids("payloads", payloads, self.n_payloads, 2)
         if items.shape != payloads.shape:
             raise ValueError(f"items {tuple(items.shape)} and payloads {tuple(payloads.shape)} differ")
         x = self.E_item(items) + self.E_pay(payloads)  # (B, T, d)

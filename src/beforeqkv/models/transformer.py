@@ -18,10 +18,9 @@ import torch.nn as nn
 
 from ..attention import KVCache, MultiHeadAttention, rotary_tables
 from .blocks import ACTIVATIONS, MLP, NORMS, RMSNorm, make_norm
-from .recall import PairEmbedding
-from .._validate import check_finite, check_finite_number, check_positive
+from .._validate import check_finite, check_finite_number, check_ids, check_positive
 
-__all__ = ["TransformerBlock", "TransformerConfig", "Transformer", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"]
+__all__ = ["TransformerBlock", "TransformerConfig", "Transformer", "GPTConfig", "GPT", "RMSNorm", "MLP"]
 
 POSITIONS = ("learned", "rotary", "none")
 
@@ -188,15 +187,11 @@ class Transformer(nn.Module):
         tensor of attention weights per layer (the explicit teaching path computes them).
         """
         c = self.config
-        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"tokens must be a (B, T) integer tensor, got {getattr(tokens, 'shape', tokens)!r}")
+        check_ids("tokens", tokens, c.d_vocab, dim=2)
         offset = 0 if kv_cache is None else kv_cache.length(0)
         t = tokens.shape[1]
         if offset + t > c.n_ctx:
             raise ValueError(f"{offset + t} tokens (cache {offset} + new {t}) exceed the context n_ctx={c.n_ctx}")
-        if tokens.device.type == "cpu" and tokens.numel() and (tokens.min() < 0 or tokens.max() >= c.d_vocab):
-            # CPU only: on an accelerator .item() would wait for the device on every forward
-            raise ValueError(f"token ids must be in [0, {c.d_vocab}), got {tokens.min().item()}..{tokens.max().item()}")
         pos = torch.arange(offset, offset + t, device=tokens.device)  # (T,)
         x = self.W_E(tokens)  # (B, T, d_model)
         if self.W_pos is not None:
@@ -220,7 +215,6 @@ class Transformer(nn.Module):
         if return_weights:
             return self.W_U(out[0]), out[1]  # (B, T, d_vocab), [(B, H, T, T_k)] * n_layers
         return self.W_U(out)  # (B, T, d_vocab)
-
 
 
 class GPT(Transformer):
@@ -277,25 +271,3 @@ def _sample(logits, temperature, top_k, generator):
         kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
     return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)  # (B, 1)
-
-
-class RecallTransformer(nn.Module):
-    """Associative recall with a stack of blocks: pair tokens then the query, read at the end.
-
-    ``model(keys, values, query)`` -> logits (B, n_values); the residual experiment of chapter 8.
-    """
-
-    def __init__(self, d_model: int = 32, n_heads: int = 2, n_layers: int = 8, n_keys: int = 64,
-                 n_values: int = 16, **block_options):
-        super().__init__()
-        self.embed = PairEmbedding(d_model, n_keys, n_values)
-        self.blocks = nn.ModuleList([TransformerBlock(d_model, n_heads, **block_options) for _ in range(n_layers)])
-        self.norm_final = make_norm(block_options.get("norm", "layernorm"), d_model)
-        self.readout = nn.Linear(d_model, n_values)
-
-    def forward(self, keys, values, query):
-        pairs, q = self.embed(keys, values, query)  # (B, N, d), (B, d)
-        x = torch.cat([pairs, q.unsqueeze(1)], dim=1)  # (B, N + 1, d)
-        for block in self.blocks:
-            x = block(x, causal=False)
-        return self.readout(self.norm_final(x[:, -1]))  # (B, n_values)
