@@ -27,7 +27,7 @@ def _check_ring_inputs(items, payloads, n_items: int, n_payloads: int) -> None:
 class RingHeads(nn.Module):
     """Embeddings, one multi-head attention layer, two linear readouts (successor, predecessor).
 
-    ``x_j = E_item[item_j] + E_pay[payload_j]`` (d_model), ``y = MultiHeadAttention(x)`` with
+    ``x_j = W_E_item[item_j] + W_E_payload[payload_j]`` (d_model), ``y = MultiHeadAttention(x)`` with
     ``n_heads`` heads of width ``width // n_heads`` (so the parameter count does not depend
     on ``n_heads``), no residual, no positions. Returns logits (B, T, 2, n_payloads):
     ``[..., 0, :]`` predicts the successor's payload, ``[..., 1, :]`` the predecessor's.
@@ -41,8 +41,8 @@ class RingHeads(nn.Module):
         if width % n_heads:
             raise ValueError(f"width={width} (n_heads * d_head) is not divisible by n_heads={n_heads}")
         self.n_items, self.n_payloads = n_items, n_payloads
-        self.E_item = nn.Embedding(n_items, d_model)
-        self.E_pay = nn.Embedding(n_payloads, d_model)
+        self.W_E_item = nn.Embedding(n_items, d_model)
+        self.W_E_payload = nn.Embedding(n_payloads, d_model)
         self.attn = MultiHeadAttention(d_model, n_heads, d_head=width // n_heads, bias=bias)
         self.readout_succ = nn.Linear(d_model, n_payloads)
         self.readout_pred = nn.Linear(d_model, n_payloads)
@@ -50,7 +50,7 @@ class RingHeads(nn.Module):
     def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
         """items, payloads: (B, T) ints -> logits (B, T, 2, n_payloads) [, weights (B, H, T, T)]."""
         _check_ring_inputs(items, payloads, self.n_items, self.n_payloads)
-        x = self.E_item(items) + self.E_pay(payloads)  # (B, T, d_model)
+        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d_model)
         y, weights = self.attn(x, return_weights=True) if return_weights else (self.attn(x), None)
         logits = torch.stack([self.readout_succ(y), self.readout_pred(y)], dim=-2)  # (B, T, 2, n_payloads)
         return (logits, weights) if return_weights else logits
@@ -66,8 +66,8 @@ class PerPairGenerator(nn.Module):
     def __init__(self, d_model: int = 32, d_hidden: int = 32, n_items: int = 32, n_payloads: int = 8):
         super().__init__()
         self.d_model, self.n_items, self.n_payloads = d_model, n_items, n_payloads
-        self.E_item = nn.Embedding(n_items, d_model)
-        self.E_pay = nn.Embedding(n_payloads, d_model)
+        self.W_E_item = nn.Embedding(n_items, d_model)
+        self.W_E_payload = nn.Embedding(n_payloads, d_model)
         self.generator = nn.Sequential(nn.Linear(2 * d_model, d_hidden), nn.ReLU(),
                                        nn.Linear(d_hidden, d_model * d_model))
         self.readout_succ = nn.Linear(d_model, n_payloads)
@@ -76,7 +76,7 @@ class PerPairGenerator(nn.Module):
     def forward(self, items: torch.Tensor, payloads: torch.Tensor) -> torch.Tensor:
         """items, payloads: (B, T) ints -> logits (B, T, 2, n_payloads)."""
         _check_ring_inputs(items, payloads, self.n_items, self.n_payloads)
-        x = self.E_item(items) + self.E_pay(payloads)  # (B, T, d)
+        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d)
         b, t, d = x.shape
         pairs = torch.cat([x.unsqueeze(2).expand(b, t, t, d), x.unsqueeze(1).expand(b, t, t, d)], dim=-1)  # (B, T, T, 2d)
         M = self.generator(pairs).view(b, t, t, d, d)  # (B, T, T, d, d): one matrix per pair

@@ -26,7 +26,7 @@ class _QueryMixer(nn.Module):
     """Shared parts: token/query/position embeddings, W_V, and the readout MLP.
 
     ``forward(tokens (B, T), query (B,)) -> logits (B, d_vocab)`` with
-    ``out = MLP(h_q + sum_j a_j W_V h_j)``, ``h_j = E[tokens_j] (+ P[j])``, ``h_q = E_query[query]``.
+    ``out = MLP(h_q + sum_j a_j W_V h_j)``, ``h_j = W_E[tokens_j] (+ W_pos[j])``, ``h_q = W_E_query[query]``.
     """
 
     def __init__(self, n_ctx: int = 16, d_vocab: int = 16, n_queries: int = 16, d_model: int = 32,
@@ -35,9 +35,9 @@ class _QueryMixer(nn.Module):
         check_positive(n_ctx=n_ctx, d_vocab=d_vocab, n_queries=n_queries, d_model=d_model, d_mlp=d_mlp)
         self.n_ctx, self.d_vocab, self.n_queries, self.d_model = n_ctx, d_vocab, n_queries, d_model
         self.positions = positions
-        self.E = nn.Embedding(d_vocab, d_model)
-        self.E_query = nn.Embedding(n_queries, d_model)
-        self.P = nn.Embedding(n_ctx, d_model) if positions else None
+        self.W_E = nn.Embedding(d_vocab, d_model)
+        self.W_E_query = nn.Embedding(n_queries, d_model)
+        self.W_pos = nn.Embedding(n_ctx, d_model) if positions else None
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_vocab))
 
@@ -48,13 +48,13 @@ class _QueryMixer(nn.Module):
         if query.shape[0] != tokens.shape[0]:
             raise ValueError(f"tokens {tuple(tokens.shape)} and query {tuple(query.shape)} disagree on B")
         self._check_length(tokens.shape[1])
-        h = self.E(tokens)  # (B, T, d)
-        if self.P is not None:
-            h = h + self.P.weight[: tokens.shape[1]]  # (B, T, d) + (T, d)
-        return h, self.E_query(query)  # (B, T, d), (B, d)
+        h = self.W_E(tokens)  # (B, T, d)
+        if self.W_pos is not None:
+            h = h + self.W_pos.weight[: tokens.shape[1]]  # (B, T, d) + (T, d)
+        return h, self.W_E_query(query)  # (B, T, d), (B, d)
 
     def _check_length(self, t: int) -> None:
-        if self.P is not None and t > self.n_ctx:
+        if self.W_pos is not None and t > self.n_ctx:
             raise ValueError(f"sequence of length {t} is longer than the {self.n_ctx} learned positions")
 
     def _mix_weights(self, h: torch.Tensor, h_q: torch.Tensor) -> torch.Tensor:
@@ -117,7 +117,7 @@ class ContentMixer(_QueryMixer):
 class TriadModel(nn.Module):
     """One attention layer with a pluggable score, for the triads task. Derived in chapter 5.
 
-    ``x_i = E_item[item_i] + E_pay[payload_i]``; ``y_i = readout(sum_j a_ij W_V x_j)`` with
+    ``x_i = W_E_item[item_i] + W_E_payload[payload_i]``; ``y_i = readout(sum_j a_ij W_V x_j)`` with
     ``a_ij = softmax_j score(x_i, x_j)``. No residual: token i must *read* its answer.
 
     score: a module from :mod:`beforeqkv.scores` or a name in ``scores.SCORES``.
@@ -132,8 +132,8 @@ class TriadModel(nn.Module):
         if not isinstance(score, nn.Module) or getattr(score, "d_model", d_model) != d_model:
             raise ValueError("score must be a score module for this d_model, or a name in scores.SCORES")
         self.n_items, self.n_payloads, self.d_model = n_items, n_payloads, d_model
-        self.E_item = nn.Embedding(n_items, d_model)
-        self.E_pay = nn.Embedding(n_payloads, d_model)
+        self.W_E_item = nn.Embedding(n_items, d_model)
+        self.W_E_payload = nn.Embedding(n_payloads, d_model)
         self.score = score
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.readout = nn.Linear(d_model, n_payloads)
@@ -143,7 +143,7 @@ class TriadModel(nn.Module):
         check_ids("payloads", payloads, self.n_payloads, 2)
         if items.shape != payloads.shape:
             raise ValueError(f"items {tuple(items.shape)} and payloads {tuple(payloads.shape)} differ")
-        x = self.E_item(items) + self.E_pay(payloads)  # (B, T, d)
+        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d)
         a = torch.softmax(self.score(x), dim=-1)  # (B, T, T)
         read = torch.einsum("bij,bjd->bid", a, self.W_V(x))  # (B, T, d)
         logits = self.readout(read)  # (B, T, n_payloads)

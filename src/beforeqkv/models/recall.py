@@ -15,13 +15,13 @@ __all__ = ["PairEmbedding", "RecallLSTM", "RecallAttention", "RecallTransformer"
 
 
 class PairEmbedding(nn.Module):
-    """Embed (key, value) pair tokens as ``E_k[k] + E_v[v]`` and the query as ``E_q[k*]``."""
+    """Embed (key, value) pair tokens as ``W_E_key[k] + W_E_value[v]`` and the query as ``W_E_query[k*]``."""
 
     def __init__(self, d_model: int = 32, n_keys: int = 64, n_values: int = 16):
         super().__init__()
-        self.E_k = nn.Embedding(n_keys, d_model)
-        self.E_v = nn.Embedding(n_values, d_model)
-        self.E_q = nn.Embedding(n_keys, d_model)
+        self.W_E_key = nn.Embedding(n_keys, d_model)
+        self.W_E_value = nn.Embedding(n_values, d_model)
+        self.W_E_query = nn.Embedding(n_keys, d_model)
         self.n_keys, self.n_values = n_keys, n_values
 
     def forward(self, keys, values, query):
@@ -34,7 +34,7 @@ class PairEmbedding(nn.Module):
                 f"expected keys, values (B, N) and query (B,), got {tuple(keys.shape)}, "
                 f"{tuple(values.shape)}, {tuple(query.shape)}"
             )
-        return self.E_k(keys) + self.E_v(values), self.E_q(query)  # (B, N, d), (B, d)
+        return self.W_E_key(keys) + self.W_E_value(values), self.W_E_query(query)  # (B, N, d), (B, d)
 
 
 class RecallLSTM(nn.Module):
