@@ -16,7 +16,8 @@ Two levels, each with its own reference measured in the same run:
   ``nn.MultiheadAttention(need_weights=False, is_causal=True)``.
 
 Each time is the median of ``--repeats`` runs; the variants of one size are interleaved
-(one run of each, round after round) so that load on a shared machine hits them alike.
+(one run of each, round after round, starting with a different one each round) so that
+load on a shared machine and cold caches hit them alike.
 ``ratio`` = time / reference time. ``saved_mb``: tensors autograd keeps for the backward
 pass (any device); ``peak_mb``: peak allocated memory (CUDA only). Exits 1 when the
 package's fast path is slower than 1.05x the reference at some size (``--no-check`` to
@@ -105,8 +106,12 @@ def measure(level, B, T, H, d_head, device, dtype, repeats, warmup):
     for _ in range(warmup):
         for fn in fns.values():
             fn()
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    names = list(fns)
+    for i in range(repeats):
+        # rotate the order every round, so no variant always runs right after the teaching
+        # path (which frees a T x T tensor per head and leaves the allocator and caches cold)
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            fn = fns[name]
             _sync(device)
             t0 = time.perf_counter()
             fn()
