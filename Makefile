@@ -2,6 +2,8 @@
 #   make book   set up .venv, execute every chapter once, build _build/html (zero warnings)
 #   make test   set up .venv, run the unit tests and execute every chapter with nbmake
 #   make bench  time every chapter (budget: 60 s each on a 2-core CPU)
+#   make bench-attention  time attention (teaching, fast, torch) -> _build/bench/attention.csv
+#   make gpu-check  on a CUDA machine: unit tests, every chapter and both benchmarks on the GPU
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
@@ -16,7 +18,7 @@ JB_FLAGS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export BEFOREQKV_PROGRESS ?= 0
 
-.PHONY: install book test unit execute site bench student strip clean help
+.PHONY: install book test unit execute site bench bench-attention gpu-check student strip clean help
 
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
@@ -59,6 +61,20 @@ book: execute site
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench.py --budget 60 book/[0-9]*.ipynb
+
+bench-attention: $(STAMP)
+	$(BIN)/python tools/bench_attention.py --out _build/bench/attention.csv $(BENCH_ATTENTION_ARGS)
+
+# Everything on CUDA: fails early on a machine without one. Chapters run with BEFOREQKV_DEVICE=cuda.
+gpu-check: $(STAMP)
+	@$(BIN)/python -c "import torch, sys; ok = torch.cuda.is_available(); print('== CUDA:', torch.cuda.get_device_name(0) if ok else 'none'); sys.exit(0 if ok else 1)"
+	mkdir -p _build/gpu
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider -rs --junitxml=_build/gpu/junit-unit.xml
+	@rm -rf _build/gpu/exec && mkdir -p _build/gpu/exec && cp -r book _config.yml _toc.yml _build/gpu/exec/
+	cd _build/gpu/exec && BEFOREQKV_DEVICE=cuda $(CURDIR)/$(BIN)/python -m pytest --nbmake book -q -p no:cacheprovider \
+	  --durations=0 --junitxml=../junit-notebooks.xml -o testpaths=book -o addopts=""
+	BEFOREQKV_DEVICE=cuda $(BIN)/python tools/bench.py --budget 60 book/[0-9]*.ipynb | tee _build/gpu/bench.md
+	$(BIN)/python tools/bench_attention.py --device cuda --out _build/gpu/attention.csv | tee _build/gpu/attention.md
 
 student: $(STAMP)
 	$(BIN)/python tools/student.py book dist/student

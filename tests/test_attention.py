@@ -90,7 +90,7 @@ def test_single_query_single_key_reads_that_value():
 
 def test_linear_attention_teaching_equals_fast_weight_read(device):
     q, k, v = qkv(device=device)
-    torch.testing.assert_close(A.linear_attention(q, k, v), A.linear_attention(q, k, v, fast=True),
+    torch.testing.assert_close(A.linear_attention(q, k, v), A.linear_attention(q, k, v, via_memory=True),
                                atol=1e-4, rtol=1e-4)
 
 
@@ -143,3 +143,53 @@ def test_multihead_kv_cache_matches_full_causal_pass():
     steps = [mha(x[:, t:t + 1], causal=True, kv_cache=cache) for t in range(6)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     assert cache.length() == 6
+
+
+def _record_sdpa(monkeypatch):
+    """Record the keyword arguments every call to torch's fused kernel receives."""
+    calls, real = [], F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(A.F, "scaled_dot_product_attention", spy)
+    return calls
+
+
+def test_plain_causal_attention_uses_is_causal_without_a_mask_tensor(monkeypatch):
+    q, k, v = qkv(tq=6, tk=6)
+    want = A.scaled_dot_product_attention(q, k, v, causal=True, fast=False)
+    calls = _record_sdpa(monkeypatch)
+    got = A.scaled_dot_product_attention(q, k, v, causal=True)
+    assert calls == [{"is_causal": True, "scale": None}]
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_one_query_after_a_cache_needs_no_mask(monkeypatch):
+    q, k, v = qkv(tq=1, tk=7)
+    want = A.scaled_dot_product_attention(q, k, v, causal=True, fast=False)
+    calls = _record_sdpa(monkeypatch)
+    got = A.scaled_dot_product_attention(q, k, v, causal=True)
+    assert calls == [{"scale": None}]
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("tq", [2, 5])
+def test_several_queries_after_a_cache_match_the_teaching_path(tq):
+    q, k, v = qkv(tq=tq, tk=7)
+    torch.testing.assert_close(A.scaled_dot_product_attention(q, k, v, causal=True),
+                               A.scaled_dot_product_attention(q, k, v, causal=True, fast=False),
+                               atol=1e-5, rtol=1e-4)
+
+
+def test_a_user_mask_with_causal_keeps_the_zero_row_fix(monkeypatch):
+    q, k, v = qkv(tq=4, tk=4)
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[2] = False  # query 2 may read nothing
+    want = A.scaled_dot_product_attention(q, k, v, mask=mask, causal=True, fast=False)
+    calls = _record_sdpa(monkeypatch)
+    got = A.scaled_dot_product_attention(q, k, v, mask=mask, causal=True)
+    assert "attn_mask" in calls[0] and "is_causal" not in calls[0]
+    torch.testing.assert_close(got[:, 2], torch.zeros(2, 6))
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)

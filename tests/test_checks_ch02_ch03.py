@@ -41,7 +41,7 @@ def test_fast_weight_memory_checker_rejects_in_place_edits():
 
 def test_linear_attention_checker_accepts_both_package_paths():
     checks.check_linear_attention(lambda q, k, v: attention.linear_attention(q, k, v))
-    checks.check_linear_attention(lambda q, k, v: attention.linear_attention(q, k, v, fast=True))
+    checks.check_linear_attention(lambda q, k, v: attention.linear_attention(q, k, v, via_memory=True))
 
 
 @pytest.mark.parametrize("broken, hint", [

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from beforeqkv import models, tasks, train
+from beforeqkv import models, probes, tasks, train
 from beforeqkv.attention import MultiHeadAttention
 
 
@@ -60,12 +60,12 @@ def test_ring_accuracy_of_a_perfect_model_is_one():
             return torch.nn.functional.one_hot(target, 8).float() + self.p
 
     batch = _batch(10)
-    assert models.ring_accuracy(Oracle(), batch) == {"successor": 1.0, "predecessor": 1.0, "both": 1.0}
+    assert probes.ring_accuracy(Oracle(), batch) == {"successor": 1.0, "predecessor": 1.0, "both": 1.0}
 
 
 def test_routing_profile_columns_are_weights_on_successor_predecessor_self(seed):
     m = models.RingHeads(n_heads=4)
-    prof = models.routing_profile(m, _batch(20))
+    prof = probes.routing_profile(m, _batch(20))
     assert prof.shape == (4, 3)
     assert (prof >= 0).all() and (prof.sum(-1) <= 1 + 1e-6).all()
 
@@ -78,7 +78,7 @@ def test_one_head_learns_at_most_one_routing_while_two_heads_learn_both():
         torch.manual_seed(0)
         m = models.RingHeads(n_heads=h)
         train.train(m, lambda g: tasks.ring_routing(64, generator=g), steps=250, lr=5e-3, progress=False)
-        acc[h] = models.ring_accuracy(m, test)["both"]
+        acc[h] = probes.ring_accuracy(m, test)["both"]
     assert acc[1] <= 0.5 and acc[2] >= 0.95
 
 

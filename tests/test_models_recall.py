@@ -13,8 +13,12 @@ def test_recall_models_output_one_logit_per_value(gen):
 
 def test_recall_attention_weights_are_a_distribution_over_pairs(gen):
     m = models.RecallAttention()
-    m(*tasks.associative_recall(5, 6, generator=gen)[0])
-    torch.testing.assert_close(m.last_weights.sum(-1), torch.ones(5))
+    _, w = m(*tasks.associative_recall(5, 6, generator=gen)[0], return_weights=True)
+    assert w.shape == (5, 6)
+    torch.testing.assert_close(w.sum(-1), torch.ones(5))
+    with pytest.raises(ValueError, match="linear"):
+        models.RecallAttention(kind="linear")(*tasks.associative_recall(5, 6, generator=gen)[0],
+                                              return_weights=True)
 
 
 def test_unscaled_attention_differs_from_scaled(gen):
@@ -42,3 +46,19 @@ def test_recall_models_reject_bad_inputs():
         m(torch.full((2, 3), 99), torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, dtype=torch.long))
     with pytest.raises(ValueError):
         models.RecallAttention(kind="quadratic")
+
+
+def test_recall_transformer_gives_logits_per_value():
+    model = models.RecallTransformer(d_model=8, n_heads=2, n_layers=2, residual=False)
+    keys, values = torch.tensor([[1, 5, 9]]), torch.tensor([[2, 0, 3]])
+    assert model(keys, values, torch.tensor([5])).shape == (1, 16)
+
+
+def test_recall_transformer_residual_stream_is_what_forward_reads(gen):
+    torch.manual_seed(0)
+    model = models.RecallTransformer(d_model=8, n_heads=2, n_layers=3).eval()
+    inputs, _ = tasks.associative_recall(4, 5, generator=gen)
+    stream = model.residual_stream(*inputs)
+    assert len(stream) == 4 and all(x.shape == (4, 6, 8) for x in stream)
+    torch.testing.assert_close(model.blocks[1](stream[1], causal=False), stream[2])
+    torch.testing.assert_close(model.readout(model.norm_final(stream[-1][:, -1])), model(*inputs))

@@ -122,3 +122,17 @@ def test_mask_of_the_wrong_shape_raises_a_clear_error():
 def test_multihead_attention_runs_on_each_device(device, seed):
     mha = MultiHeadAttention(8, 2).to(device)
     assert mha(_x().to(device)).shape == (2, 5, 8)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_module_matches_the_teaching_path_with_masks_and_a_cache(seed, causal):
+    mha = MultiHeadAttention(8, 2)
+    x = _x(t=6)
+    _, w = mha(x, causal=causal, return_weights=True)  # the teaching path
+    full = mha(x, causal=causal)  # the fused path
+    torch.testing.assert_close(full, mha(x, causal=causal, return_weights=True)[0], atol=1e-6, rtol=1e-5)
+    if causal:  # token by token through a cache equals the parallel pass
+        cache = attention.KVCache()
+        steps = [mha(x[:, t:t + 1], causal=True, kv_cache=cache) for t in range(6)]
+        torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-6, rtol=1e-5)
+        assert (w.triu(diagonal=1) == 0).all()

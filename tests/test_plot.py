@@ -43,3 +43,20 @@ def test_figures_render_as_png_in_ipython():
 
 def test_enable_notebook_display_is_harmless_outside_ipython():
     assert plot.enable_notebook_display() is False
+
+
+def test_compute_steps_draws_one_panel_per_kind_with_the_step_counts():
+    fig = plot.compute_steps(n_tokens=4, n_layers=2)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["with recurrence: 5 steps", "red connections only: 2 steps"]
+
+
+def test_ring_head_weights_sorts_rows_into_ring_order_and_checks_shapes():
+    items = torch.tensor([3, 1, 2, 0])
+    w = torch.eye(4).expand(2, 4, 4)  # each position reads itself
+    fig = plot.ring_head_weights(w, items, torch.tensor([[0.1, 0.2, 0.7]] * 2), label="H=2")
+    assert [ax.get_title() for ax in fig.axes] == ["H=2, head 1\nsucc 0.10 | pred 0.20",
+                                                   "H=2, head 2\nsucc 0.10 | pred 0.20"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["0", "1", "2", "3"]
+    with pytest.raises(ValueError, match="weights"):
+        plot.ring_head_weights(torch.ones(2, 4, 3), items)

@@ -80,6 +80,8 @@ def test_saturated_float32_softmax_makes_denormals_unless_flushed():
     lambda: saturation.softmax_jacobian([0.5, 0.5]),
     lambda: saturation.random_scores(0),
     lambda: saturation.random_scores(4, std=-1.0),
+    lambda: saturation.random_scores(4, std=float("inf")),
+    lambda: saturation.saturation_stats(torch.tensor([[0.0, float("nan")], [1.0, 2.0]])),
     lambda: saturation.row_gradient(torch.ones(3)),
     lambda: saturation.saturation_stats(torch.ones(2, 3), threshold=1.5),
     lambda: saturation.saturation_stats(torch.ones(3)),

@@ -77,3 +77,105 @@ def test_diverging_loss_is_reported():
 def test_cross_entropy_checks_shapes():
     with pytest.raises(ValueError):
         train.cross_entropy(torch.zeros(4, 16), torch.zeros(5, dtype=torch.long))
+
+
+def test_weight_decay_skips_biases_norms_and_embeddings():
+    cfg = models.GPTConfig(d_vocab=11, n_ctx=8, d_model=16, n_heads=2, n_layers=1, tie_embeddings=True)
+    model = models.GPT(cfg)
+    decay, no_decay = train.param_groups(model, 0.1)
+    names = {id(p): n for n, p in model.named_parameters()}
+    decayed = {names[id(p)] for p in decay["params"]}
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert decayed and all(n.endswith("weight") and "norm" not in n and "W_E" not in n and "W_pos" not in n
+                           for n in decayed)
+    assert "blocks.0.attn.W_Q.weight" in decayed
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
+
+
+def test_adamw_decays_an_unused_weight_matrix_but_not_an_unused_embedding():
+    class Spare(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used = nn.Linear(3, 2)
+            self.W_spare = nn.Linear(3, 3, bias=False)  # zero gradient: only decay can move it
+            self.E_spare = nn.Embedding(4, 3)
+
+        def forward(self, x):
+            spare = self.W_spare.weight.sum() + self.E_spare.weight.sum()
+            return self.used(x) + 0.0 * spare
+
+    torch.manual_seed(0)
+    m = Spare()
+    w0, e0 = m.W_spare.weight.detach().clone(), m.E_spare.weight.detach().clone()
+    train.train(m, lambda g: (torch.randn(8, 3, generator=g), torch.randint(2, (8,), generator=g)), steps=3,
+                lr=0.1, optimizer="adamw", weight_decay=0.5)
+    torch.testing.assert_close(m.W_spare.weight, w0 * (1 - 0.1 * 0.5) ** 3)
+    torch.testing.assert_close(m.E_spare.weight, e0)
+
+
+def test_warmup_and_cosine_schedule():
+    assert train.lr_factor(1, 100, warmup=10) == pytest.approx(0.1)
+    assert train.lr_factor(10, 100, warmup=10) == pytest.approx(1.0)
+    assert train.lr_factor(50, 100) == 1.0
+    assert train.lr_factor(11, 100, warmup=10, schedule="cosine") == pytest.approx(1.0, abs=1e-3)
+    assert train.lr_factor(100, 100, warmup=10, schedule="cosine") == pytest.approx(0.1)
+    f = [train.lr_factor(s, 100, warmup=10, schedule="cosine") for s in range(10, 101)]
+    assert all(a >= b for a, b in zip(f, f[1:]))
+
+
+def test_eval_fn_is_recorded_in_eval_mode_and_the_mode_is_restored():
+    modes = []
+
+    def eval_fn(m):
+        modes.append(m.training)
+        return 0.5
+
+    m = models.RecallAttention()
+    m.eval()
+    h = train.train(m, lambda g: tasks.associative_recall(8, 2, generator=g), steps=6, eval_fn=eval_fn,
+                    eval_every=4, warmup=2, schedule="cosine")
+    assert h.eval_steps == [4, 6] and h.eval_values == [0.5, 0.5]
+    assert modes == [False, False]
+    assert not m.training
+    m.train()
+    train.train(m, lambda g: tasks.associative_recall(8, 2, generator=g), steps=2)
+    assert m.training
+
+
+@pytest.mark.parametrize("bad", [lambda g: tasks.associative_recall(4, 2, generator=g)[0],
+                                 lambda g: (1, 2, 3), lambda g: torch.zeros(3)])
+def test_a_batch_fn_that_does_not_return_inputs_and_target_is_named(bad):
+    with pytest.raises(ValueError, match=r"\(inputs, target\)|target must be a tensor"):
+        train.train(models.RecallAttention(), bad, steps=1)
+
+
+@pytest.mark.parametrize("kwargs", [dict(lr=float("nan")), dict(lr=-1.0), dict(weight_decay=float("inf")),
+                                    dict(schedule="linear"), dict(warmup=5), dict(eval_every=2),
+                                    dict(eval_fn=3)])
+def test_bad_schedule_and_eval_arguments_raise_value_error(kwargs):
+    with pytest.raises(ValueError):
+        train.train(models.RecallAttention(), lambda g: tasks.associative_recall(4, 2, generator=g), steps=2,
+                    **kwargs)
+
+
+def test_accuracy_refuses_nan_logits_instead_of_counting_them():
+    class Broken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = nn.Parameter(torch.zeros(16))
+
+        def forward(self, keys, values, query):
+            out = torch.zeros(keys.shape[0], 16) + self.p
+            out[0, 3] = float("nan")
+            return out
+
+    batch = tasks.associative_recall(10, 2, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="NaN"):
+        train.accuracy(Broken(), batch)
+
+
+@pytest.mark.parametrize("grad_clip", [0.0, float("nan")])
+def test_bad_grad_clip_raises(grad_clip):
+    with pytest.raises(ValueError, match="grad_clip"):
+        train.train(models.RecallAttention(), lambda g: tasks.associative_recall(4, 2, generator=g), steps=1,
+                    grad_clip=grad_clip)

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from beforeqkv import attention, models
 from beforeqkv.attention import KVCache
-from beforeqkv.models import GPT, GPTConfig, MLP, RecallTransformer, TransformerBlock
+from beforeqkv.models import GPT, GPTConfig, MLP, TransformerBlock
 
 TINY = dict(d_vocab=11, n_ctx=12, d_model=16, n_heads=4, n_layers=2)
 VARIANTS = {
@@ -179,12 +179,6 @@ def test_top_k_one_is_greedy():
     assert torch.equal(a, model.generate(torch.tensor([3]), 8, temperature=0))
 
 
-def test_recall_transformer_gives_logits_per_value():
-    model = RecallTransformer(d_model=8, n_heads=2, n_layers=2, residual=False)
-    keys, values = torch.tensor([[1, 5, 9]]), torch.tensor([[2, 0, 3]])
-    assert model(keys, values, torch.tensor([5])).shape == (1, 16)
-
-
 # ------------------------------------------------------------------ errors
 def test_tokens_beyond_context_raise():
     model = _gpt()
@@ -256,3 +250,50 @@ def test_an_encoder_is_a_transformer_that_is_not_causal():
     assert not isinstance(enc, GPT)
     _, weights = enc(torch.randint(0, 7, (1, 4)), return_weights=True)
     assert weights[0].triu(1).abs().max() > 0  # an encoder reads the whole sentence
+
+
+@pytest.mark.parametrize("temperature", [float("nan"), float("inf"), "1.0", None])
+def test_generate_rejects_a_temperature_that_is_not_a_finite_number(temperature):
+    with pytest.raises(ValueError, match="temperature"):
+        _gpt().generate(torch.tensor([1]), 3, temperature=temperature)
+
+
+@pytest.mark.parametrize("prompt", [[1, 2], torch.tensor([1.0, 2.0]), torch.zeros(1, 1, 2, dtype=torch.long)])
+def test_generate_rejects_a_prompt_that_is_not_an_integer_tensor(prompt):
+    with pytest.raises(ValueError, match="tokens"):
+        _gpt().generate(prompt, 3)
+
+
+def test_init_is_gpt2_style_small_normal_with_depth_scaled_residual_projections():
+    torch.manual_seed(0)
+    cfg = GPTConfig(d_vocab=500, n_ctx=64, d_model=128, n_heads=4, n_layers=8, tie_embeddings=True)
+    model = GPT(cfg)
+    assert model.W_U.weight is model.W_E.weight
+    assert abs(model.W_E.weight.std().item() - 0.02) < 0.002  # not nn.Embedding's N(0, 1)
+    assert abs(model.W_pos.weight.std().item() - 0.02) < 0.002
+    assert abs(model.blocks[0].attn.W_Q.weight.std().item() - 0.02) < 0.002
+    resid = 0.02 / (2 * 8) ** 0.5
+    for block in model.blocks:
+        for proj in (block.attn.W_O, block.mlp.W_out):
+            assert abs(proj.weight.std().item() - resid) < 0.1 * resid
+            assert (proj.bias == 0).all()
+        assert (block.norm_attn.weight == 1).all() and (block.norm_attn.bias == 0).all()
+
+
+def test_init_std_is_a_config_option_and_is_checked():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(**{**TINY, "init_std": 0.1}))
+    assert 0.08 < model.blocks[0].attn.W_Q.weight.std().item() < 0.12
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="init_std"):
+            GPTConfig(**{**TINY, "init_std": bad})
+
+
+def test_blocks_and_attention_take_their_options_by_keyword_only():
+    with pytest.raises(TypeError):
+        TransformerBlock(8, 2, 32)  # d_mlp must be named
+    with pytest.raises(TypeError):
+        attention.MultiHeadAttention(8, 2, 4)  # d_head must be named
+    c = GPTConfig(**{**TINY, "d_mlp": 24, "n_kv_heads": 1})
+    block = GPT(c).blocks[0]
+    assert block.mlp.W_in.out_features == 24 and block.attn.n_kv_heads == 1

@@ -123,6 +123,28 @@ def attend(q, k, v, mask=None, scale: float | None = None):
     return out, weights
 
 
+def _fused(q, k, v, mask, causal: bool, scale: float | None) -> torch.Tensor:
+    """torch's fused kernel with the least masking the case needs; ``mask`` already checked.
+
+    Plain causal attention with ``t_q == t_k`` uses ``is_causal=True`` (no mask tensor);
+    one query at the end of a cache sees every key (no mask); the zero-row fix for
+    fully masked rows runs only when a user mask could create one.
+    """
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    if mask is None:
+        if not causal or t_q == 1:
+            return F.scaled_dot_product_attention(q, k, v, scale=scale)  # (..., T_q, d_v)
+        if t_q == t_k:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+        # queries are the last t_q of t_k positions: every row keeps >= 1 key
+        cm = causal_mask(t_q, t_k, device=q.device)  # (T_q, T_k)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=cm, scale=scale)
+    if causal:
+        mask = mask & causal_mask(t_q, t_k, device=q.device)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., T_q, d_v)
+    return out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+
+
 def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False, scale: float | None = None,
                                  fast: bool = True) -> torch.Tensor:
     """``softmax(q k^T * scale + mask) v``: the fast path (torch's fused kernel) or the teaching path.
@@ -132,17 +154,12 @@ def scaled_dot_product_attention(q, k, v, mask=None, causal: bool = False, scale
     _check_qkv(q, k, v)
     t_q, t_k = q.shape[-2], k.shape[-2]
     mask = _check_mask(mask, t_q, t_k)
+    if fast:
+        return _fused(q, k, v, mask, causal, scale)
     if causal:
         cm = causal_mask(t_q, t_k, device=q.device)
         mask = cm if mask is None else (mask & cm)
-    if not fast:
-        return attend(q, k, v, mask, scale)[0]
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., T_q, d_v)
-    if mask is not None:
-        out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
-    return out
+    return attend(q, k, v, mask, scale)[0]
 
 
 def fast_weight_memory(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -154,15 +171,16 @@ def fast_weight_memory(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.einsum("...jv,...jk->...vk", v, k)  # (..., d_v, d_k)
 
 
-def linear_attention(q, k, v, fast: bool = False) -> torch.Tensor:
+def linear_attention(q, k, v, via_memory: bool = False) -> torch.Tensor:
     """Linear attention / fast-weight read, ``out_i = sum_j (k_j . q_i) v_j = M q_i``.
 
-    Teaching path: unnormalised scores then a weighted sum (grows with T).
-    Fast path: fold the keys and values into ``M`` (fixed d_v x d_k), then ``M q``.
+    ``via_memory=False`` (teaching order): unnormalised scores then a weighted sum (grows
+    with T). ``via_memory=True``: fold the keys and values into ``M`` (fixed d_v x d_k)
+    first, then read ``M q``. Same result, different cost.
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v) -> (..., T_q, d_v).
     """
     _check_qkv(q, k, v)
-    if fast:
+    if via_memory:
         memory = fast_weight_memory(k, v)  # (..., d_v, d_k)
         return torch.einsum("...vk,...ik->...iv", memory, q)  # (..., T_q, d_v)
     scores = torch.einsum("...id,...jd->...ij", q, k)  # (..., T_q, T_k)
@@ -225,9 +243,11 @@ class MultiHeadAttention(nn.Module):
     (``n_kv_heads`` < ``n_heads``), a custom ``scale`` (``None`` = 1/sqrt(d_head)),
     cross-attention (``context=``), rotary positions (``rope=(cos, sin)``) and a KV cache.
     ``fast=True`` uses torch's fused kernel; ``fast=False`` the explicit teaching path.
+    ``forward(..., return_weights=True)`` is the one way to read the weights: it runs
+    the teaching path and returns ``(y, weights)``.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_head: int | None = None, n_kv_heads: int | None = None,
+    def __init__(self, d_model: int, n_heads: int, *, d_head: int | None = None, n_kv_heads: int | None = None,
                  bias: bool = False, scale: float | None = None, fast: bool = True):
         super().__init__()
         check_positive(d_model=d_model, n_heads=n_heads)
@@ -248,7 +268,6 @@ class MultiHeadAttention(nn.Module):
         self.W_K = nn.Linear(d_model, n_kv_heads * d_head, bias=bias)
         self.W_V = nn.Linear(d_model, n_kv_heads * d_head, bias=bias)
         self.W_O = nn.Linear(n_heads * d_head, d_model, bias=bias)
-        self.last_weights: torch.Tensor | None = None
 
     def _split(self, x: torch.Tensor, n: int) -> torch.Tensor:
         b, t, _ = x.shape
@@ -281,17 +300,14 @@ class MultiHeadAttention(nn.Module):
             k = k.repeat_interleave(rep, dim=1)  # (B, H, T_k, d_head)
             v = v.repeat_interleave(rep, dim=1)
         t_q, t_k = q.shape[-2], k.shape[-2]
-        if mask is not None:
-            mask = _check_mask(mask, t_q, t_k)
-        if causal:
-            cm = causal_mask(t_q, t_k, device=x.device)
-            mask = cm if mask is None else (mask & cm)
+        mask = _check_mask(mask, t_q, t_k)
         if self.fast and not return_weights:
-            out = scaled_dot_product_attention(q, k, v, mask=mask, scale=self.scale, fast=True)
-            self.last_weights = None
+            out = _fused(q, k, v, mask, causal, self.scale)  # (B, H, T, d_head)
         else:
+            if causal:
+                cm = causal_mask(t_q, t_k, device=x.device)  # (T, T_k)
+                mask = cm if mask is None else (mask & cm)
             out, weights = attend(q, k, v, mask=mask, scale=self.scale)  # (B, H, T, d_head)
-            self.last_weights = weights.detach()
         b, _, t, _ = out.shape
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.d_head)  # (B, T, H*d_head)
         y = self.W_O(out)  # (B, T, d_model)

@@ -15,6 +15,7 @@ from typing import Iterable
 
 import torch
 
+from ._validate import check_finite, check_finite_number
 from .tasks._util import check_generator, check_positive
 
 __all__ = [
@@ -49,8 +50,7 @@ def random_scores(d: int, n_queries: int = 4000, T: int = 32, scaled: bool = Fal
     Returns (n_queries, T). Derived in chapter 7.
     """
     check_positive(d=d, n_queries=n_queries, T=T, group=group)
-    if not (isinstance(std, (int, float)) and std > 0):
-        raise ValueError(f"std must be a positive number, got {std!r}")
+    check_finite_number("std", std, low=0, strict=True)
     g = check_generator(generator)
     n_groups = math.ceil(n_queries / group)
     q = torch.randn(n_groups, group, d, generator=g) * std  # (G, group, d)
@@ -85,6 +85,7 @@ def saturation_stats(scores: torch.Tensor, threshold: float = 0.99,
         raise ValueError("scores must be a floating-point tensor of shape (n_rows, T)")
     if not 0 < threshold < 1:
         raise ValueError(f"threshold must lie in (0, 1), got {threshold!r}")
+    check_finite("scores", scores)  # a NaN row would silently count as not saturated
     weights = torch.softmax(scores, dim=-1)  # (n, T)
     top = weights.max(dim=-1).values  # (n,)
     return {

@@ -8,6 +8,7 @@ seeded run gives the same numbers on any machine.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -17,35 +18,30 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._validate import check_positive
+from ._validate import check_finite, check_finite_number, check_positive, move
 
-__all__ = ["History", "train", "accuracy", "evaluate_loss", "cross_entropy", "move"]
+__all__ = ["History", "train", "accuracy", "evaluate_loss", "cross_entropy", "move", "param_groups",
+           "lr_factor"]
 
 
 @dataclass
 class History:
-    """What a training run did: losses every ``log_every`` steps and the time it took."""
+    """What a training run did: losses every ``log_every`` steps, evaluations, the time it took."""
 
     steps: list = field(default_factory=list)
     loss: list = field(default_factory=list)
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+    eval_steps: list = field(default_factory=list)
+    eval_values: list = field(default_factory=list)
 
     @property
     def final_loss(self) -> float:
         return self.loss[-1] if self.loss else float("nan")
 
     def as_dict(self) -> dict:
-        return {"steps": list(self.steps), "loss": list(self.loss)}
-
-
-def move(inputs, device):
-    """Move a tensor or a tuple of tensors to ``device``."""
-    if device is None:
-        return inputs
-    if isinstance(inputs, torch.Tensor):
-        return inputs.to(device)
-    return tuple(move(x, device) for x in inputs)
+        return {"steps": list(self.steps), "loss": list(self.loss),
+                "eval_steps": list(self.eval_steps), "eval_values": list(self.eval_values)}
 
 
 def _call(model, inputs):
@@ -62,14 +58,45 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 
 
-def _optimizer(name: str, params, lr: float, momentum: float, weight_decay: float):
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Weight decay on weight matrices only: never on biases, norms or embeddings (as nanoGPT/minGPT).
+
+    A parameter decays if it has >= 2 dims and belongs to no ``nn.Embedding`` (a tied
+    ``W_U = W_E^T`` counts as an embedding). Frozen parameters are left out.
+    """
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay, no_decay, seen = [], [], set()
+    for p in model.parameters():
+        if not p.requires_grad or id(p) in seen:
+            continue
+        seen.add(id(p))
+        (decay if p.dim() >= 2 and id(p) not in embeddings else no_decay).append(p)
+    return [g for g in ({"params": decay, "weight_decay": weight_decay},
+                        {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
+
+
+def _optimizer(name: str, groups, lr: float, momentum: float):
     if name == "adam":
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.Adam(groups, lr=lr)
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.AdamW(groups, lr=lr)
     if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+        return torch.optim.SGD(groups, lr=lr, momentum=momentum)
     raise ValueError(f"optimizer must be 'adam', 'adamw' or 'sgd', got {name!r}")
+
+
+def lr_factor(step: int, steps: int, warmup: int = 0, schedule: str = "constant",
+              min_factor: float = 0.1) -> float:
+    """Learning-rate multiplier at ``step`` (1-based): linear warmup, then constant or cosine.
+
+    Cosine decays from 1 after the warmup to ``min_factor`` at the last step.
+    """
+    if warmup and step <= warmup:
+        return step / warmup
+    if schedule == "constant":
+        return 1.0
+    progress = (step - warmup) / max(1, steps - warmup)  # 0 -> 1
+    return min_factor + (1 - min_factor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
 def _progress_enabled(progress) -> bool:
@@ -78,64 +105,119 @@ def _progress_enabled(progress) -> bool:
     return os.environ.get("BEFOREQKV_PROGRESS", "1") != "0"
 
 
+def _check_batch(batch, step: int):
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        got = f"a {type(batch).__name__}" + (f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else "")
+        raise ValueError(f"batch_fn must return (inputs, target), got {got} at step {step}")
+    inputs, target = batch
+    if not isinstance(target, torch.Tensor):
+        raise ValueError(f"batch_fn's target must be a tensor, got {type(target).__name__} at step {step}")
+    return inputs, target
+
+
 def train(model: nn.Module, batch_fn: Callable, steps: int, lr: float = 3e-3, optimizer: str = "adam",
           momentum: float = 0.9, weight_decay: float = 0.0, loss_fn: Callable | None = None,
           grad_clip: float | None = None, seed: int = 0, device=None, log_every: int = 10,
-          progress: bool | None = None, desc: str | None = None) -> History:
+          progress: bool | None = None, desc: str | None = None, warmup: int = 0,
+          schedule: str = "constant", eval_fn: Callable | None = None, eval_every: int | None = None) -> History:
     """Train ``model`` for ``steps`` steps on fresh batches; return a :class:`History`.
 
     batch_fn(generator) -> (inputs, target): a new batch from the given generator
         (seeded with ``seed``), e.g. ``lambda g: associative_recall(128, 8, generator=g)``.
     loss_fn(model, inputs, target) -> scalar; default: cross-entropy of ``model(*inputs)``.
-    device: where to train (default: where the model's parameters are).
+    weight_decay: on weight matrices only (:func:`param_groups`), for every optimizer.
+    warmup, schedule: ``warmup`` steps of linear warmup, then ``"constant"`` or ``"cosine"``
+        (down to 0.1 lr at the last step).
+    eval_fn(model) -> float, run in eval mode every ``eval_every`` steps and at the end;
+        recorded in ``History.eval_steps`` / ``History.eval_values``.
+    device: where to train (default: where the model's parameters are). The model's
+    train/eval mode is restored afterwards. The loss is checked for NaN/inf at log steps.
     """
-    check_positive(steps=steps)
+    check_positive(steps=steps, log_every=log_every)
     if not callable(batch_fn):
         raise ValueError("batch_fn must be callable: batch_fn(generator) -> (inputs, target)")
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params:
+    check_finite_number("lr", lr, low=0, strict=True)
+    check_finite_number("weight_decay", weight_decay, low=0)
+    if grad_clip is not None:
+        check_finite_number("grad_clip", grad_clip, low=0, strict=True)
+    if schedule not in ("constant", "cosine"):
+        raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
+    if not isinstance(warmup, int) or isinstance(warmup, bool) or not 0 <= warmup <= steps:
+        raise ValueError(f"warmup must be an int in [0, steps={steps}], got {warmup!r}")
+    if eval_fn is not None and not callable(eval_fn):
+        raise ValueError("eval_fn must be callable: eval_fn(model) -> float")
+    if eval_every is not None:
+        check_positive(eval_every=eval_every)
+        if eval_fn is None:
+            raise ValueError("eval_every needs an eval_fn")
+    groups = param_groups(model, weight_decay)
+    if not groups:
         raise ValueError("the model has no trainable parameters")
+    params = [p for p in model.parameters() if p.requires_grad]  # model order: clipping unchanged
     if device is None:
         device = params[0].device
-    opt = _optimizer(optimizer, params, lr, momentum, weight_decay)
+    opt = _optimizer(optimizer, groups, lr, momentum)
+    sched = None
+    if warmup or schedule != "constant":
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: lr_factor(i + 1, steps, warmup, schedule))
     gen = torch.Generator().manual_seed(seed)
     hist = History()
+    was_training = model.training
     model.train()
+
+    def evaluate(step):
+        model.eval()
+        with torch.no_grad():
+            hist.eval_steps.append(step)
+            hist.eval_values.append(float(eval_fn(model)))
+        model.train()
+
     t0, c0 = time.perf_counter(), time.process_time()
     bar = None
     if _progress_enabled(progress):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=steps, desc=desc or type(model).__name__, leave=False, mininterval=0.5)
-    for step in range(1, steps + 1):
-        inputs, target = batch_fn(gen)
-        inputs, target = move(inputs, device), move(target, device)
-        loss = loss_fn(model, inputs, target) if loss_fn else cross_entropy(_call(model, inputs), target)
-        if not torch.isfinite(loss):
-            raise ValueError(f"loss became {loss.item()} at step {step}: lower the learning rate")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(params, grad_clip)
-        opt.step()
-        if step % log_every == 0 or step == steps:
-            hist.steps.append(step)
-            hist.loss.append(loss.item())
+    try:
+        for step in range(1, steps + 1):
+            inputs, target = _check_batch(batch_fn(gen), step)
+            inputs, target = move(inputs, device), move(target, device)
+            loss = loss_fn(model, inputs, target) if loss_fn else cross_entropy(_call(model, inputs), target)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, grad_clip)
+            opt.step()
+            if sched is not None:
+                sched.step()
+            if step % log_every == 0 or step == steps:
+                value = loss.item()  # the one host-device sync, at log steps only
+                if not math.isfinite(value):
+                    raise ValueError(f"loss became {value} by step {step}: lower the learning rate")
+                hist.steps.append(step)
+                hist.loss.append(value)
+                if bar is not None:
+                    bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+            if eval_fn is not None and ((eval_every and step % eval_every == 0) or step == steps):
+                evaluate(step)
             if bar is not None:
-                bar.set_postfix(loss=f"{hist.loss[-1]:.3f}", refresh=False)
+                bar.update(1)
+    finally:
         if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+            bar.close()
+        model.train(was_training)
     hist.seconds = time.perf_counter() - t0
     hist.cpu_seconds = time.process_time() - c0
-    model.eval()
     return hist
 
 
 @torch.no_grad()
-def _per_chunk(model: nn.Module, batch, batch_size: int, device, score) -> float:
-    """Average ``score(logits, target) -> (sum, count)`` over a fixed batch, in chunks, in eval mode."""
+def _per_chunk(model: nn.Module, batch, batch_size: int, device, score):
+    """Average ``score(logits, target) -> (sum, count)`` over a fixed batch, in chunks, in eval mode.
+
+    ``sum`` may be a number or a CPU tensor of several sums (one average each). The shared
+    evaluation of :func:`accuracy`, :func:`evaluate_loss` and :func:`beforeqkv.probes.ring_accuracy`.
+    """
     inputs, target = batch
     if device is None:
         device = next(model.parameters()).device
@@ -155,9 +237,15 @@ def _per_chunk(model: nn.Module, batch, batch_size: int, device, score) -> float
 
 
 def accuracy(model: nn.Module, batch, batch_size: int = 1000, device=None) -> float:
-    """Fraction of examples where ``argmax model(*inputs) == target`` (over all positions)."""
-    return _per_chunk(model, batch, batch_size, device,
-                      lambda logits, y: ((logits.argmax(dim=-1) == y).sum().item(), y.numel()))
+    """Fraction of examples where ``argmax model(*inputs) == target`` (over all positions).
+
+    NaN/inf logits raise a ValueError (argmax would silently pick the NaN).
+    """
+    def score(logits, y):
+        check_finite("the model's logits", logits)
+        return (logits.argmax(dim=-1) == y).sum().item(), y.numel()
+
+    return _per_chunk(model, batch, batch_size, device, score)
 
 
 def evaluate_loss(model: nn.Module, batch, batch_size: int = 1000, device=None) -> float:

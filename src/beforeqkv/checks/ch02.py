@@ -51,7 +51,7 @@ def _read_cases():
 
 def check_linear_attention(fn) -> None:
     """Check ``fn(q, k, v) -> out_i = sum_j (k_j . q_i) v_j = M q_i``: -> (..., T_q, d_v)."""
-    ref = lambda q, k, v: linear_attention(q, k, v, fast=False)  # noqa: E731
+    ref = lambda q, k, v: linear_attention(q, k, v)  # noqa: E731
     compare(
         fn, ref, _read_cases(), "linear_attention",
         mistakes={

@@ -11,28 +11,23 @@ import torch
 import torch.nn as nn
 
 from ..attention import MultiHeadAttention
-from ..tasks.ring import ring_neighbors
-from .._validate import check_positive
+from .._validate import check_ids, check_positive
 
-__all__ = ["RingHeads", "PerPairGenerator", "ov_matrices", "per_pair_matrices", "mix_per_pair",
-           "ring_accuracy", "routing_profile"]
+__all__ = ["RingHeads", "PerPairGenerator", "ov_matrices", "per_pair_matrices", "mix_per_pair"]
 
 
 def _check_ring_inputs(items, payloads, n_items: int, n_payloads: int) -> None:
-    if not isinstance(items, torch.Tensor) or not isinstance(payloads, torch.Tensor):
-        raise ValueError("items and payloads must be integer tensors of shape (B, T)")
-    if items.dim() != 2 or items.shape != payloads.shape:
+    check_ids("items", items, n_items, dim=2)
+    check_ids("payloads", payloads, n_payloads, dim=2)
+    if items.shape != payloads.shape:
         raise ValueError(f"items and payloads must both be (B, T), got {tuple(items.shape)} and "
                          f"{tuple(payloads.shape)}")
-    if items.numel() and (items.min() < 0 or items.max() >= n_items or payloads.min() < 0
-                          or payloads.max() >= n_payloads):
-        raise ValueError(f"ids out of range: items need 0 <= id < {n_items}, payloads 0 <= id < {n_payloads}")
 
 
 class RingHeads(nn.Module):
     """Embeddings, one multi-head attention layer, two linear readouts (successor, predecessor).
 
-    ``x_j = E_item[item_j] + E_pay[payload_j]`` (d_model), ``y = MultiHeadAttention(x)`` with
+    ``x_j = W_E_item[item_j] + W_E_payload[payload_j]`` (d_model), ``y = MultiHeadAttention(x)`` with
     ``n_heads`` heads of width ``width // n_heads`` (so the parameter count does not depend
     on ``n_heads``), no residual, no positions. Returns logits (B, T, 2, n_payloads):
     ``[..., 0, :]`` predicts the successor's payload, ``[..., 1, :]`` the predecessor's.
@@ -46,8 +41,8 @@ class RingHeads(nn.Module):
         if width % n_heads:
             raise ValueError(f"width={width} (n_heads * d_head) is not divisible by n_heads={n_heads}")
         self.n_items, self.n_payloads = n_items, n_payloads
-        self.E_item = nn.Embedding(n_items, d_model)
-        self.E_pay = nn.Embedding(n_payloads, d_model)
+        self.W_E_item = nn.Embedding(n_items, d_model)
+        self.W_E_payload = nn.Embedding(n_payloads, d_model)
         self.attn = MultiHeadAttention(d_model, n_heads, d_head=width // n_heads, bias=bias)
         self.readout_succ = nn.Linear(d_model, n_payloads)
         self.readout_pred = nn.Linear(d_model, n_payloads)
@@ -55,7 +50,7 @@ class RingHeads(nn.Module):
     def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
         """items, payloads: (B, T) ints -> logits (B, T, 2, n_payloads) [, weights (B, H, T, T)]."""
         _check_ring_inputs(items, payloads, self.n_items, self.n_payloads)
-        x = self.E_item(items) + self.E_pay(payloads)  # (B, T, d_model)
+        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d_model)
         y, weights = self.attn(x, return_weights=True) if return_weights else (self.attn(x), None)
         logits = torch.stack([self.readout_succ(y), self.readout_pred(y)], dim=-2)  # (B, T, 2, n_payloads)
         return (logits, weights) if return_weights else logits
@@ -71,8 +66,8 @@ class PerPairGenerator(nn.Module):
     def __init__(self, d_model: int = 32, d_hidden: int = 32, n_items: int = 32, n_payloads: int = 8):
         super().__init__()
         self.d_model, self.n_items, self.n_payloads = d_model, n_items, n_payloads
-        self.E_item = nn.Embedding(n_items, d_model)
-        self.E_pay = nn.Embedding(n_payloads, d_model)
+        self.W_E_item = nn.Embedding(n_items, d_model)
+        self.W_E_payload = nn.Embedding(n_payloads, d_model)
         self.generator = nn.Sequential(nn.Linear(2 * d_model, d_hidden), nn.ReLU(),
                                        nn.Linear(d_hidden, d_model * d_model))
         self.readout_succ = nn.Linear(d_model, n_payloads)
@@ -81,7 +76,7 @@ class PerPairGenerator(nn.Module):
     def forward(self, items: torch.Tensor, payloads: torch.Tensor) -> torch.Tensor:
         """items, payloads: (B, T) ints -> logits (B, T, 2, n_payloads)."""
         _check_ring_inputs(items, payloads, self.n_items, self.n_payloads)
-        x = self.E_item(items) + self.E_pay(payloads)  # (B, T, d)
+        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d)
         b, t, d = x.shape
         pairs = torch.cat([x.unsqueeze(2).expand(b, t, t, d), x.unsqueeze(1).expand(b, t, t, d)], dim=-1)  # (B, T, T, 2d)
         M = self.generator(pairs).view(b, t, t, d, d)  # (B, T, T, d, d): one matrix per pair
@@ -138,37 +133,3 @@ def per_pair_matrices(mha: MultiHeadAttention, x: torch.Tensor, **kwargs):
         W_O = mha.W_O.weight.view(mha.d_model, mha.n_heads, mha.d_head)  # (d, H, d_head)
         offset = offset + torch.einsum("ohk,hk->o", W_O, b_v)  # (d,)
     return M, offset
-
-
-@torch.no_grad()
-def ring_accuracy(model: nn.Module, batch, batch_size: int = 1000) -> dict:
-    """Accuracy on the ring task: ``successor``, ``predecessor`` and ``both`` (per position)."""
-    (items, payloads), target = batch
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    hits = []
-    for s in range(0, items.shape[0], batch_size):
-        logits = model(items[s:s + batch_size].to(device), payloads[s:s + batch_size].to(device))
-        hits.append((logits.argmax(-1) == target[s:s + batch_size].to(device)).cpu())  # (b, T, 2)
-    model.train(was_training)
-    hit = torch.cat(hits)  # (B, T, 2)
-    return {"successor": hit[..., 0].float().mean().item(), "predecessor": hit[..., 1].float().mean().item(),
-            "both": hit.all(dim=-1).float().mean().item()}
-
-
-@torch.no_grad()
-def routing_profile(model: RingHeads, batch, ring_size: int = 8) -> torch.Tensor:
-    """Mean attention weight each head puts on the successor, the predecessor and the token itself.
-
-    Returns (n_heads, 3): columns successor, predecessor, self. Chapter 6.
-    """
-    (items, payloads), _ = batch
-    device = next(model.parameters()).device
-    _, w = model(items.to(device), payloads.to(device), return_weights=True)  # (B, H, T, T)
-    succ, pred = ring_neighbors(items, ring_size)  # (B, T)
-    cols = []
-    for target_ids in (succ, pred, items):
-        pick = (items.unsqueeze(1) == target_ids.unsqueeze(2)).to(device)  # (B, T_i, T_j): j is i's target
-        cols.append((w * pick.unsqueeze(1)).sum(-1).mean(dim=(0, 2)))  # (H,)
-    return torch.stack(cols, dim=-1).cpu()  # (H, 3)

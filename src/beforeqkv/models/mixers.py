@@ -7,7 +7,7 @@
 * :class:`TriadModel` - one attention layer with a pluggable score
   (:mod:`beforeqkv.scores`) for the rock-paper-scissors task of chapter 5.
 
-Every model keeps its last attention weights in ``last_weights`` for plotting.
+Every model returns its attention weights with ``forward(..., return_weights=True)``.
 """
 from __future__ import annotations
 
@@ -17,23 +17,16 @@ import torch
 import torch.nn as nn
 
 from .. import scores as _scores
-from .._validate import check_positive
+from .._validate import check_ids, check_positive
 
 __all__ = ["StaticMixer", "ContentMixer", "TriadModel"]
-
-
-def _check_ids(name: str, ids, n: int, dim: int) -> None:
-    if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.dim() != dim:
-        raise ValueError(f"{name} must be an integer tensor with {dim} dims")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= n):
-        raise ValueError(f"{name} ids must lie in [0, {n}), got range [{ids.min()}, {ids.max()}]")
 
 
 class _QueryMixer(nn.Module):
     """Shared parts: token/query/position embeddings, W_V, and the readout MLP.
 
     ``forward(tokens (B, T), query (B,)) -> logits (B, d_vocab)`` with
-    ``out = MLP(h_q + sum_j a_j W_V h_j)``, ``h_j = E[tokens_j] (+ P[j])``, ``h_q = E_query[query]``.
+    ``out = MLP(h_q + sum_j a_j W_V h_j)``, ``h_j = W_E[tokens_j] (+ W_pos[j])``, ``h_q = W_E_query[query]``.
     """
 
     def __init__(self, n_ctx: int = 16, d_vocab: int = 16, n_queries: int = 16, d_model: int = 32,
@@ -42,38 +35,38 @@ class _QueryMixer(nn.Module):
         check_positive(n_ctx=n_ctx, d_vocab=d_vocab, n_queries=n_queries, d_model=d_model, d_mlp=d_mlp)
         self.n_ctx, self.d_vocab, self.n_queries, self.d_model = n_ctx, d_vocab, n_queries, d_model
         self.positions = positions
-        self.E = nn.Embedding(d_vocab, d_model)
-        self.E_query = nn.Embedding(n_queries, d_model)
-        self.P = nn.Embedding(n_ctx, d_model) if positions else None
+        self.W_E = nn.Embedding(d_vocab, d_model)
+        self.W_E_query = nn.Embedding(n_queries, d_model)
+        self.W_pos = nn.Embedding(n_ctx, d_model) if positions else None
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_vocab))
-        self.last_weights: torch.Tensor | None = None
 
     def embed(self, tokens: torch.Tensor, query: torch.Tensor):
         """tokens (B, T), query (B,) -> h (B, T, d), h_q (B, d)."""
-        _check_ids("tokens", tokens, self.d_vocab, 2)
-        _check_ids("query", query, self.n_queries, 1)
+        check_ids("tokens", tokens, self.d_vocab, 2)
+        check_ids("query", query, self.n_queries, 1)
         if query.shape[0] != tokens.shape[0]:
             raise ValueError(f"tokens {tuple(tokens.shape)} and query {tuple(query.shape)} disagree on B")
         self._check_length(tokens.shape[1])
-        h = self.E(tokens)  # (B, T, d)
-        if self.P is not None:
-            h = h + self.P.weight[: tokens.shape[1]]  # (B, T, d) + (T, d)
-        return h, self.E_query(query)  # (B, T, d), (B, d)
+        h = self.W_E(tokens)  # (B, T, d)
+        if self.W_pos is not None:
+            h = h + self.W_pos.weight[: tokens.shape[1]]  # (B, T, d) + (T, d)
+        return h, self.W_E_query(query)  # (B, T, d), (B, d)
 
     def _check_length(self, t: int) -> None:
-        if self.P is not None and t > self.n_ctx:
+        if self.W_pos is not None and t > self.n_ctx:
             raise ValueError(f"sequence of length {t} is longer than the {self.n_ctx} learned positions")
 
-    def weights(self, h: torch.Tensor, h_q: torch.Tensor) -> torch.Tensor:
+    def _mix_weights(self, h: torch.Tensor, h_q: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def forward(self, tokens: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, query: torch.Tensor, return_weights: bool = False):
+        """-> logits (B, d_vocab); with ``return_weights=True`` also the weights a (B, T)."""
         h, h_q = self.embed(tokens, query)  # (B, T, d), (B, d)
-        a = self.weights(h, h_q)  # (B, T)
-        self.last_weights = a.detach()
+        a = self._mix_weights(h, h_q)  # (B, T)
         read = torch.einsum("bj,bjd->bd", a, self.W_V(h))  # (B, d)
-        return self.mlp(h_q + read)  # (B, d_vocab)
+        logits = self.mlp(h_q + read)  # (B, d_vocab)
+        return (logits, a) if return_weights else logits
 
 
 class StaticMixer(_QueryMixer):
@@ -95,14 +88,14 @@ class StaticMixer(_QueryMixer):
             raise ValueError(f"a static mixer has one weight per position, learned for T={self.n_ctx}; "
                              f"it cannot mix a sequence of length {t}")
 
-    def weights(self, h, h_q):
+    def _mix_weights(self, h, h_q):
         return torch.softmax(self.w, dim=0).expand(h.shape[0], -1)  # (B, T)
 
 
 class ContentMixer(_QueryMixer):
     """Content attention ``a_j = softmax_j(W_Q h_q . W_K h_j / sqrt(d))``. Derived in chapter 4.
 
-    forward(tokens (B, T), query (B,)) -> logits (B, d_vocab); ``last_weights`` is (B, T).
+    forward(tokens (B, T), query (B,)) -> logits (B, d_vocab) [, weights (B, T)].
 
     With ``positions=False`` the tokens carry no position: permuting them permutes
     the weights and leaves the output unchanged (it reads a set, not a sequence).
@@ -114,7 +107,7 @@ class ContentMixer(_QueryMixer):
         self.W_Q = nn.Linear(d_model, d_model, bias=False)
         self.W_K = nn.Linear(d_model, d_model, bias=False)
 
-    def weights(self, h, h_q):
+    def _mix_weights(self, h, h_q):
         q = self.W_Q(h_q)  # (B, d)
         k = self.W_K(h)  # (B, T, d)
         s = torch.einsum("bd,btd->bt", q, k) / math.sqrt(self.d_model)  # (B, T)
@@ -124,11 +117,11 @@ class ContentMixer(_QueryMixer):
 class TriadModel(nn.Module):
     """One attention layer with a pluggable score, for the triads task. Derived in chapter 5.
 
-    ``x_i = E_item[item_i] + E_pay[payload_i]``; ``y_i = readout(sum_j a_ij W_V x_j)`` with
+    ``x_i = W_E_item[item_i] + W_E_payload[payload_i]``; ``y_i = readout(sum_j a_ij W_V x_j)`` with
     ``a_ij = softmax_j score(x_i, x_j)``. No residual: token i must *read* its answer.
 
     score: a module from :mod:`beforeqkv.scores` or a name in ``scores.SCORES``.
-    forward(items (B, T), payloads (B, T)) -> logits (B, T, n_payloads).
+    forward(items (B, T), payloads (B, T)) -> logits (B, T, n_payloads) [, weights (B, T, T)].
     """
 
     def __init__(self, score="full bilinear", n_items: int = 24, n_payloads: int = 8, d_model: int = 32):
@@ -139,20 +132,19 @@ class TriadModel(nn.Module):
         if not isinstance(score, nn.Module) or getattr(score, "d_model", d_model) != d_model:
             raise ValueError("score must be a score module for this d_model, or a name in scores.SCORES")
         self.n_items, self.n_payloads, self.d_model = n_items, n_payloads, d_model
-        self.E_item = nn.Embedding(n_items, d_model)
-        self.E_pay = nn.Embedding(n_payloads, d_model)
+        self.W_E_item = nn.Embedding(n_items, d_model)
+        self.W_E_payload = nn.Embedding(n_payloads, d_model)
         self.score = score
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.readout = nn.Linear(d_model, n_payloads)
-        self.last_weights: torch.Tensor | None = None
 
-    def forward(self, items: torch.Tensor, payloads: torch.Tensor) -> torch.Tensor:
-        _check_ids("items", items, self.n_items, 2)
-        _check_ids("payloads", payloads, self.n_payloads, 2)
+    def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
+        check_ids("items", items, self.n_items, 2)
+        check_ids("payloads", payloads, self.n_payloads, 2)
         if items.shape != payloads.shape:
             raise ValueError(f"items {tuple(items.shape)} and payloads {tuple(payloads.shape)} differ")
-        x = self.E_item(items) + self.E_pay(payloads)  # (B, T, d)
+        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d)
         a = torch.softmax(self.score(x), dim=-1)  # (B, T, T)
-        self.last_weights = a.detach()
         read = torch.einsum("bij,bjd->bid", a, self.W_V(x))  # (B, T, d)
-        return self.readout(read)  # (B, T, n_payloads)
+        logits = self.readout(read)  # (B, T, n_payloads)
+        return (logits, a) if return_weights else logits

@@ -1,4 +1,4 @@
-"""Models for associative recall: a fixed-memory LSTM and one attention read (Part I)."""
+"""Models for associative recall: a fixed-memory LSTM, one attention read (Part I), a block stack (chapter 8)."""
 from __future__ import annotations
 
 import math
@@ -6,31 +6,35 @@ import math
 import torch
 import torch.nn as nn
 
+from .._validate import check_ids
 from ..attention import attend, linear_attention
+from .blocks import make_norm
+from .transformer import TransformerBlock
 
-__all__ = ["PairEmbedding", "RecallLSTM", "RecallAttention"]
+__all__ = ["PairEmbedding", "RecallLSTM", "RecallAttention", "RecallTransformer"]
 
 
 class PairEmbedding(nn.Module):
-    """Embed (key, value) pair tokens as ``E_k[k] + E_v[v]`` and the query as ``E_q[k*]``."""
+    """Embed (key, value) pair tokens as ``W_E_key[k] + W_E_value[v]`` and the query as ``W_E_query[k*]``."""
 
     def __init__(self, d_model: int = 32, n_keys: int = 64, n_values: int = 16):
         super().__init__()
-        self.E_k = nn.Embedding(n_keys, d_model)
-        self.E_v = nn.Embedding(n_values, d_model)
-        self.E_q = nn.Embedding(n_keys, d_model)
+        self.W_E_key = nn.Embedding(n_keys, d_model)
+        self.W_E_value = nn.Embedding(n_values, d_model)
+        self.W_E_query = nn.Embedding(n_keys, d_model)
         self.n_keys, self.n_values = n_keys, n_values
 
     def forward(self, keys, values, query):
         """keys, values: (B, N) ints; query: (B,) -> pairs (B, N, d), q (B, d)."""
-        if keys.shape != values.shape or keys.dim() != 2 or query.shape != keys.shape[:1]:
+        check_ids("keys", keys, self.n_keys, dim=2)
+        check_ids("values", values, self.n_values, dim=2)
+        check_ids("query", query, self.n_keys, dim=1)
+        if keys.shape != values.shape or query.shape != keys.shape[:1]:
             raise ValueError(
                 f"expected keys, values (B, N) and query (B,), got {tuple(keys.shape)}, "
                 f"{tuple(values.shape)}, {tuple(query.shape)}"
             )
-        if keys.max() >= self.n_keys or values.max() >= self.n_values or query.max() >= self.n_keys:
-            raise ValueError(f"ids out of range: n_keys={self.n_keys}, n_values={self.n_values}")
-        return self.E_k(keys) + self.E_v(values), self.E_q(query)  # (B, N, d), (B, d)
+        return self.W_E_key(keys) + self.W_E_value(values), self.W_E_query(query)  # (B, N, d), (B, d)
 
 
 class RecallLSTM(nn.Module):
@@ -73,16 +77,51 @@ class RecallAttention(nn.Module):
         if init_std is not None:
             for lin in (self.W_Q, self.W_K, self.W_V):
                 nn.init.normal_(lin.weight, std=init_std)
-        self.last_weights: torch.Tensor | None = None
 
-    def forward(self, keys, values, query):
+    def forward(self, keys, values, query, return_weights: bool = False):
+        """keys, values (B, N), query (B,) -> logits (B, n_values) [, weights (B, N)].
+
+        ``return_weights=True`` (softmax only) also returns the read's weights over the pairs.
+        """
+        if return_weights and self.kind == "linear":
+            raise ValueError("linear attention has no normalised weights to return (kind='linear')")
         pairs, q = self.embed(keys, values, query)  # (B, N, d), (B, d)
         q = self.W_Q(q).unsqueeze(1)  # (B, 1, d_head)
         k, v = self.W_K(pairs), self.W_V(pairs)  # (B, N, d_head)
         if self.kind == "linear":
-            read = linear_attention(q, k, v, fast=True)  # (B, 1, d_head)
+            read = linear_attention(q, k, v, via_memory=True)  # (B, 1, d_head)
         else:
             scale = 1.0 / math.sqrt(self.d_head) if self.scaled else 1.0
             read, weights = attend(q, k, v, scale=scale)  # (B, 1, d_head), (B, 1, N)
-            self.last_weights = weights.detach()[:, 0]  # (B, N)
-        return self.readout(read[:, 0])  # (B, n_values)
+        logits = self.readout(read[:, 0])  # (B, n_values)
+        return (logits, weights[:, 0]) if return_weights else logits
+
+
+class RecallTransformer(nn.Module):
+    """Associative recall with a stack of blocks: pair tokens then the query, read at the end.
+
+    ``model(keys, values, query)`` -> logits (B, n_values); the residual experiment of chapter 8.
+    ``block_options`` go to every :class:`~beforeqkv.models.TransformerBlock` (e.g. ``residual=False``).
+    """
+
+    def __init__(self, d_model: int = 32, n_heads: int = 2, n_layers: int = 8, n_keys: int = 64,
+                 n_values: int = 16, **block_options):
+        super().__init__()
+        self.embed = PairEmbedding(d_model, n_keys, n_values)
+        self.blocks = nn.ModuleList([TransformerBlock(d_model, n_heads, **block_options) for _ in range(n_layers)])
+        self.norm_final = make_norm(block_options.get("norm", "layernorm"), d_model)
+        self.readout = nn.Linear(d_model, n_values)
+
+    def residual_stream(self, keys, values, query) -> list:
+        """The stream (B, N + 1, d_model) after the embedding and after each block: n_layers + 1 tensors."""
+        pairs, q = self.embed(keys, values, query)  # (B, N, d), (B, d)
+        x = torch.cat([pairs, q.unsqueeze(1)], dim=1)  # (B, N + 1, d)
+        stream = [x]
+        for block in self.blocks:
+            x = block(x, causal=False)  # (B, N + 1, d)
+            stream.append(x)
+        return stream
+
+    def forward(self, keys, values, query):
+        x = self.residual_stream(keys, values, query)[-1]  # (B, N + 1, d)
+        return self.readout(self.norm_final(x[:, -1]))  # (B, n_values)

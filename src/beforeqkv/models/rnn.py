@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from ..attention import attend, causal_mask, scaled_dot_product_attention
+from ..attention import MultiHeadAttention
 from .._validate import check_positive
 
 __all__ = ["LoopRNN", "AttentionMixer"]
@@ -58,31 +58,23 @@ class LoopRNN(nn.Module):
         return torch.stack(states, dim=1)  # (B, T, hidden)
 
 
-class AttentionMixer(nn.Module):
+class AttentionMixer(MultiHeadAttention):
     """One attention layer: ``y_i = W_O sum_j w_ij v_j`` with ``w_ij = softmax_j(q_i . k_j / sqrt(d))``.
 
     x: (B, T, d_model) -> (B, T, d_model). Every output is computed at once from all
     inputs (the "red connections" of chapter 3); how the weights ``w_ij`` are chosen is
     the subject of chapters 4-5. ``causal=True`` lets position i read only j <= i.
-    ``fast=True`` uses torch's fused kernel, ``fast=False`` the explicit teaching path.
+    It is a one-head, bias-free :class:`~beforeqkv.attention.MultiHeadAttention` with the
+    mask fixed at construction; ``fast=False`` (default) runs the explicit teaching path.
     Derived in chapter 3, book/03_red_connections.ipynb.
     """
 
     def __init__(self, d_model: int = 32, causal: bool = True, fast: bool = False):
-        super().__init__()
         check_positive(d_model=d_model)
-        self.d_model, self.causal, self.fast = d_model, causal, fast
-        self.W_Q = nn.Linear(d_model, d_model, bias=False)
-        self.W_K = nn.Linear(d_model, d_model, bias=False)
-        self.W_V = nn.Linear(d_model, d_model, bias=False)
-        self.W_O = nn.Linear(d_model, d_model, bias=False)
+        super().__init__(d_model, 1, bias=False, fast=fast)
+        self.causal = causal
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        """x: (B, T, d_model) -> (B, T, d_model) [, weights (B, 1, T, T)]."""
         _check_sequence(x, self.d_model)
-        q, k, v = self.W_Q(x), self.W_K(x), self.W_V(x)  # (B, T, d_model) each
-        if self.fast:
-            mixed = scaled_dot_product_attention(q, k, v, causal=self.causal)  # (B, T, d_model)
-        else:
-            mask = causal_mask(x.shape[1], device=x.device) if self.causal else None  # (T, T)
-            mixed, _ = attend(q, k, v, mask=mask)  # (B, T, d_model); weights (B, T, T)
-        return self.W_O(mixed)  # (B, T, d_model)
+        return super().forward(x, causal=self.causal, return_weights=return_weights)

@@ -18,10 +18,9 @@ import torch.nn as nn
 
 from ..attention import KVCache, MultiHeadAttention, rotary_tables
 from .blocks import ACTIVATIONS, MLP, NORMS, RMSNorm, make_norm
-from .recall import PairEmbedding
-from .._validate import check_positive
+from .._validate import check_finite, check_finite_number, check_ids, check_positive
 
-__all__ = ["TransformerBlock", "TransformerConfig", "Transformer", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"]
+__all__ = ["TransformerBlock", "TransformerConfig", "Transformer", "GPTConfig", "GPT", "RMSNorm", "MLP"]
 
 POSITIONS = ("learned", "rotary", "none")
 
@@ -33,9 +32,10 @@ class TransformerBlock(nn.Module):
     connections (the residual experiment of chapter 8); ``norm="none"`` drops the norms.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_mlp: int | None = None, n_kv_heads: int | None = None,
-                 d_head: int | None = None, norm: str = "layernorm", norm_eps: float = 1e-5, prenorm: bool = True,
-                 activation: str = "gelu", bias: bool = True, residual: bool = True, fast: bool = True):
+    def __init__(self, d_model: int, n_heads: int, *, d_mlp: int | None = None, d_head: int | None = None,
+                 n_kv_heads: int | None = None, norm: str = "layernorm", norm_eps: float = 1e-5,
+                 prenorm: bool = True, activation: str = "gelu", bias: bool = True, residual: bool = True,
+                 fast: bool = True):
         super().__init__()
         if norm not in NORMS:
             raise ValueError(f"unknown norm {norm!r}: choose one of {NORMS}")
@@ -102,6 +102,7 @@ class TransformerConfig:
     final_norm: bool | None = None  # a norm before the unembedding; default: = prenorm
     tie_embeddings: bool = False  # W_U = W_E^T
     fast: bool = True  # torch's fused attention kernel (False: the explicit teaching path)
+    init_std: float = 0.02  # N(0, init_std^2) weights; residual projections / sqrt(2 n_layers)
 
     def __post_init__(self):
         check_positive(**{f"GPTConfig.{name}": getattr(self, name)
@@ -114,8 +115,15 @@ class TransformerConfig:
             raise ValueError(f"unknown MLP activation {self.activation!r}: choose one of {ACTIVATIONS}")
         if self.positions not in POSITIONS:
             raise ValueError(f"unknown positions {self.positions!r}: choose one of {POSITIONS}")
+        check_finite_number("GPTConfig.init_std", self.init_std, low=0, strict=True)
         if self.final_norm is None:
             self.final_norm = self.prenorm
+
+    def block_options(self) -> dict:
+        """The keyword arguments of one :class:`TransformerBlock` of this model."""
+        return dict(d_model=self.d_model, n_heads=self.n_heads, d_mlp=self.d_mlp, d_head=self.d_head,
+                    n_kv_heads=self.n_kv_heads, norm=self.norm, norm_eps=self.norm_eps, prenorm=self.prenorm,
+                    activation=self.activation, bias=self.bias, residual=self.residual, fast=self.fast)
 
 
 GPTConfig = TransformerConfig
@@ -137,9 +145,7 @@ class Transformer(nn.Module):
         self.W_E = nn.Embedding(c.d_vocab, c.d_model)
         self.W_pos = nn.Embedding(c.n_ctx, c.d_model) if c.positions == "learned" else None
         self.norm_embed = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.embed_norm else nn.Identity()
-        self.blocks = nn.ModuleList([
-            TransformerBlock(c.d_model, c.n_heads, c.d_mlp, c.n_kv_heads, c.d_head, c.norm, c.norm_eps, c.prenorm,
-                             c.activation, c.bias, c.residual, c.fast) for _ in range(c.n_layers)])
+        self.blocks = nn.ModuleList([TransformerBlock(**c.block_options()) for _ in range(c.n_layers)])
         self.norm_final = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.final_norm else nn.Identity()
         self.W_U = nn.Linear(c.d_model, c.d_vocab, bias=False)
         if c.positions == "rotary":
@@ -148,6 +154,30 @@ class Transformer(nn.Module):
             self.register_buffer("rope_sin", sin, persistent=False)
         if c.tie_embeddings:
             self.W_U.weight = self.W_E.weight  # (d_vocab, d_model), shared
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """GPT-2's init: weights and embeddings ~ N(0, init_std^2), biases 0, norms 1.
+
+        The two projections that write into the residual stream (``attn.W_O`` and
+        ``mlp.W_out``) get ``init_std / sqrt(2 n_layers)``, so the stream's variance at
+        init does not grow with depth. A tied ``W_E = W_U^T`` gets ``init_std`` too,
+        not ``nn.Embedding``'s N(0, 1).
+        """
+        std = self.config.init_std
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+                if getattr(module, "bias", None) is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, (nn.LayerNorm, RMSNorm)):
+                nn.init.ones_(module.weight)
+                if getattr(module, "bias", None) is not None:
+                    nn.init.zeros_(module.bias)
+        for block in self.blocks:
+            for proj in (block.attn.W_O, block.mlp.W_out):
+                nn.init.normal_(proj.weight, mean=0.0, std=std / (2 * self.config.n_layers) ** 0.5)
 
     def hidden_states(self, tokens: torch.Tensor, mask: torch.Tensor | None = None,
                       kv_cache: KVCache | None = None, return_weights: bool = False):
@@ -157,14 +187,11 @@ class Transformer(nn.Module):
         tensor of attention weights per layer (the explicit teaching path computes them).
         """
         c = self.config
-        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"tokens must be a (B, T) integer tensor, got {getattr(tokens, 'shape', tokens)!r}")
+        check_ids("tokens", tokens, c.d_vocab, dim=2)
         offset = 0 if kv_cache is None else kv_cache.length(0)
         t = tokens.shape[1]
         if offset + t > c.n_ctx:
             raise ValueError(f"{offset + t} tokens (cache {offset} + new {t}) exceed the context n_ctx={c.n_ctx}")
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= c.d_vocab):
-            raise ValueError(f"token ids must be in [0, {c.d_vocab}), got {tokens.min().item()}..{tokens.max().item()}")
         pos = torch.arange(offset, offset + t, device=tokens.device)  # (T,)
         x = self.W_E(tokens)  # (B, T, d_model)
         if self.W_pos is not None:
@@ -190,7 +217,6 @@ class Transformer(nn.Module):
         return self.W_U(out)  # (B, T, d_vocab)
 
 
-
 class GPT(Transformer):
     """A decoder-only Transformer (causal attention) that can :meth:`generate` text (chapter 8)."""
 
@@ -204,14 +230,15 @@ class GPT(Transformer):
         the last ``n_ctx`` tokens without a cache (learned positions cannot slide).
         ``temperature=0`` picks the most likely token; ``top_k`` keeps the k best.
         """
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        check_finite_number("temperature", temperature, low=0)
+        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
             raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
         if not self.config.causal:
             raise ValueError("generate() needs a causal model (config.causal=True)")
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() not in (1, 2) or tokens.is_floating_point():
+            raise ValueError(f"tokens must be a (B, T0) or (T0,) integer tensor, got {getattr(tokens, 'shape', tokens)!r}")
         squeeze = tokens.dim() == 1
         seq = tokens.unsqueeze(0) if squeeze else tokens  # (B, T0)
         n_ctx = self.config.n_ctx
@@ -236,6 +263,7 @@ class GPT(Transformer):
 def _sample(logits, temperature, top_k, generator):
     """Next token (B, 1) from logits (B, V); sampled on the CPU so any generator works."""
     logits = logits.float().cpu()
+    check_finite("the model's logits", logits)  # on the CPU already: no extra device sync
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     logits = logits / temperature
@@ -243,25 +271,3 @@ def _sample(logits, temperature, top_k, generator):
         kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
     return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)  # (B, 1)
-
-
-class RecallTransformer(nn.Module):
-    """Associative recall with a stack of blocks: pair tokens then the query, read at the end.
-
-    ``model(keys, values, query)`` -> logits (B, n_values); the residual experiment of chapter 8.
-    """
-
-    def __init__(self, d_model: int = 32, n_heads: int = 2, n_layers: int = 8, n_keys: int = 64,
-                 n_values: int = 16, **block_options):
-        super().__init__()
-        self.embed = PairEmbedding(d_model, n_keys, n_values)
-        self.blocks = nn.ModuleList([TransformerBlock(d_model, n_heads, **block_options) for _ in range(n_layers)])
-        self.norm_final = make_norm(block_options.get("norm", "layernorm"), d_model)
-        self.readout = nn.Linear(d_model, n_values)
-
-    def forward(self, keys, values, query):
-        pairs, q = self.embed(keys, values, query)  # (B, N, d), (B, d)
-        x = torch.cat([pairs, q.unsqueeze(1)], dim=1)  # (B, N + 1, d)
-        for block in self.blocks:
-            x = block(x, causal=False)
-        return self.readout(self.norm_final(x[:, -1]))  # (B, n_values)

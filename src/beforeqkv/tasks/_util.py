@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validate import check_positive  # noqa: F401  (re-exported for the task modules)
+from .._validate import check_positive, move  # noqa: F401  (re-exported for the task modules)
 
 
 def check_generator(generator) -> torch.Generator:
@@ -13,12 +13,6 @@ def check_generator(generator) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     return generator
-
-
-def to_device(tensors, device):
-    if device is None:
-        return tensors
-    return tuple(t.to(device) for t in tensors)
 
 
 def distinct_ids(batch_size: int, n: int, n_ids: int, generator: torch.Generator) -> torch.Tensor:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ._util import check_generator, check_positive, to_device
+from ._util import check_generator, check_positive, move
 
 __all__ = ["random_facts"]
 
@@ -27,5 +27,5 @@ def random_facts(n_facts: int, d_model: int = 32, n_classes: int = 16,
     keys = torch.randn(n_facts, d_model, generator=g)  # (N, d)
     keys = keys / keys.norm(dim=-1, keepdim=True)  # (N, d), unit rows
     target = torch.randint(n_classes, (n_facts,), generator=g)  # (N,)
-    keys, target = to_device((keys, target), device)
+    keys, target = move((keys, target), device)
     return keys, target

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ._util import check_generator, check_positive, distinct_ids, to_device
+from ._util import check_generator, check_positive, distinct_ids, move
 
 __all__ = ["associative_recall"]
 
@@ -29,5 +29,5 @@ def associative_recall(batch_size: int, n_pairs: int, n_keys: int = 64, n_values
     pick = torch.randint(n_pairs, (batch_size,), generator=g)  # (B,)
     rows = torch.arange(batch_size)
     query, target = keys[rows, pick], values[rows, pick]  # (B,), (B,)
-    keys, values, query, target = to_device((keys, values, query, target), device)
+    keys, values, query, target = move((keys, values, query, target), device)
     return (keys, values, query), target

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ._util import check_generator, check_positive, to_device
+from ._util import check_generator, check_positive, move
 
 __all__ = ["ring_neighbors", "ring_routing"]
 
@@ -52,5 +52,5 @@ def ring_routing(batch_size: int, n_rings: int = 4, ring_size: int = 8, n_payloa
     succ = (order + 1) % ring_size  # (B, T) ring slot of each successor
     pred = (order - 1) % ring_size  # (B, T)
     target = torch.stack([by_slot.gather(1, succ), by_slot.gather(1, pred)], dim=-1)  # (B, T, 2)
-    items, payloads, target = to_device((items, payloads, target), device)
+    items, payloads, target = move((items, payloads, target), device)
     return (items, payloads), target

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ._util import check_generator, check_positive, distinct_ids, to_device
+from ._util import check_generator, check_positive, distinct_ids, move
 
 __all__ = ["fixed_position", "salient_token", "pointer", "ROUTING_TASKS", "triads", "triad_successor"]
 
@@ -41,7 +41,7 @@ def fixed_position(batch_size: int, n_tokens: int = 16, d_vocab: int = 16, posit
     tokens = torch.randint(d_vocab, (batch_size, n_tokens), generator=g)  # (B, T)
     query = torch.randint(n_tokens, (batch_size,), generator=g)  # (B,) noise
     target = tokens[:, position]  # (B,)
-    return to_device((tokens, query), device), to_device((target,), device)[0]
+    return move((tokens, query), device), move((target,), device)[0]
 
 
 def salient_token(batch_size: int, n_tokens: int = 16, d_vocab: int = 16,
@@ -68,7 +68,7 @@ def salient_token(batch_size: int, n_tokens: int = 16, d_vocab: int = 16,
     rows = torch.arange(batch_size)
     tokens[rows, where] = marked
     query = torch.randint(n_tokens, (batch_size,), generator=g)  # (B,) noise
-    return to_device((tokens, query), device), to_device((marked,), device)[0]
+    return move((tokens, query), device), move((marked,), device)[0]
 
 
 def pointer(batch_size: int, n_tokens: int = 16, d_vocab: int = 16,
@@ -87,7 +87,7 @@ def pointer(batch_size: int, n_tokens: int = 16, d_vocab: int = 16,
     tokens = torch.randint(d_vocab, (batch_size, n_tokens), generator=g)  # (B, T)
     query = torch.randint(n_tokens, (batch_size,), generator=g)  # (B,)
     target = tokens[torch.arange(batch_size), query]  # (B,)
-    return to_device((tokens, query), device), to_device((target,), device)[0]
+    return move((tokens, query), device), move((target,), device)[0]
 
 
 ROUTING_TASKS = {"fixed": fixed_position, "salient": salient_token, "pointer": pointer}
@@ -132,5 +132,5 @@ def triads(batch_size: int, n_triads: int = 8, per_sequence: int = 2, n_payloads
     succ = triad_successor(items)  # (B, T) ids
     where = (succ.unsqueeze(-1) == items.unsqueeze(-2)).float().argmax(dim=-1)  # (B, T): position of succ
     target = payloads.gather(1, where)  # (B, T)
-    items, payloads, target = to_device((items, payloads, target), device)
+    items, payloads, target = move((items, payloads, target), device)
     return (items, payloads), target

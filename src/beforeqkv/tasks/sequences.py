@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ._util import check_generator, check_positive, to_device
+from ._util import check_generator, check_positive, move
 
 __all__ = ["random_tokens"]
 
@@ -22,4 +22,4 @@ def random_tokens(batch_size: int, seq_len: int = 16, d_vocab: int = 16, generat
     g = check_generator(generator)
     seq = torch.randint(d_vocab, (batch_size, seq_len + 1), generator=g)  # (B, T + 1)
     tokens, target = seq[:, :-1], seq[:, 1:]  # (B, T), (B, T)
-    return to_device((tokens, target), device)
+    return move((tokens, target), device)
