@@ -46,9 +46,9 @@ _MISTAKES = {
 }
 
 
-def check_attention_read(fn) -> None:
+def check_attention_read(fn):
     """Exercise 1.1: ``fn(q, keys, values)`` must return the soft attention read."""
-    compare(fn, reference_attention_read, list(_cases()), "attention_read", _MISTAKES, describe=_describe)
+    return compare(fn, reference_attention_read, list(_cases()), "attention_read", _MISTAKES, describe=_describe)
 
 
 register_question(
