@@ -3,13 +3,14 @@
     python tools/clean_nb.py book/*.ipynb
 
 Removes outputs, execution counts, widget state and editor metadata; keeps cell tags
-and the per-notebook execution timeout; sets the python3 kernelspec.
+and exercise metadata, the per-notebook execution timeout; sets the python3 kernelspec.
 """
 import sys
 
 import nbformat
 
 KEEP_NB_META = {"kernelspec", "language_info", "execution"}
+KEEP_CELL_META = {"tags", "exercises"}  # exercises: difficulty, time, exam (tools/teachers.py)
 
 
 def clean(path: str) -> bool:
@@ -19,7 +20,7 @@ def clean(path: str) -> bool:
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
     for cell in nb.cells:
-        cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags" and v}
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k in KEEP_CELL_META and v}
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
