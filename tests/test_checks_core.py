@@ -126,3 +126,8 @@ def test_hints_are_only_given_when_the_mistake_matches_every_case():
     with pytest.raises(CheckFailure) as err:
         checks.check_causal_mask(lambda t: torch.ones(t, t).triu(1).bool())
     assert "attend to itself" not in str(err.value) and "BLOCKED" in str(err.value)
+
+
+def test_an_einsum_with_a_fixed_batch_dimension_gets_the_batch_hint():
+    with pytest.raises(CheckFailure, match="any number of batch dimensions"):
+        checks.check_all_to_all_mix(lambda x, w: torch.einsum("bij,bjd->bid", w, x))

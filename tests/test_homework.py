@@ -203,3 +203,30 @@ def test_the_instructor_notebook_grades_full_marks(small, monkeypatch):
     rows = grade.score(_run(small / "instructor.ipynb", monkeypatch, graded=True))
     auto = [r for r in rows if r["kind"] != "open"]
     assert auto and all(r["score"] == r["points"] for r in auto), grade.table(rows)
+
+
+@pytest.mark.parametrize("with_solution_block", [True, False])
+def test_in_a_kernel_a_failed_check_raises_only_in_the_instructors_notebook(with_solution_block, monkeypatch):
+    """The instructor's notebook (solution block present) fails loudly; the student's runs on."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
+    monkeypatch.delenv("BEFOREQKV_CHECKS", raising=False)
+    begin, end = ("### BEGIN" + " SOLUTION", "### END" + " SOLUTION") if with_solution_block else ("", "")
+    body = f"    {begin}\n    return torch.ones(T, T).triu(1).bool()  # True = blocked\n    {end}\n"
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(f"import torch\nfrom beforeqkv import checks\n\ndef my_mask(T):\n{body}"),
+        nbformat.v4.new_code_cell("checks.check_causal_mask(my_mask)"),
+        nbformat.v4.new_code_cell(f"{begin}\nanswer = 2\n{end}\nchecks.check_prediction('ch6_one_head_routings', answer)"),
+        nbformat.v4.new_code_cell("print('the end')"),
+    ])
+    client = NotebookClient(nb, timeout=120, kernel_name="python3")
+    if with_solution_block:
+        with pytest.raises(CellExecutionError, match="BLOCKED"):
+            client.execute()
+        return
+    client.execute()
+    outs = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
+    assert outs[1].startswith("\u2717") and "BLOCKED" in outs[1] and "Traceback" not in outs[1]
+    assert outs[2].startswith("\u2717") and "not what the experiment shows" in outs[2]
+    assert outs[3] == "the end\n"

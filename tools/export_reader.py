@@ -47,11 +47,23 @@ def glue_values(executed: Path) -> dict[str, object]:
     return values
 
 
+_ACCENTS = {'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", "c": "\u0327"}
+_LETTERS = {"L": "\u0141", "l": "\u0142", "o": "\u00f8", "O": "\u00d8", "ss": "\u00df", "aa": "\u00e5", "&": "&"}
+
+
+def _latex(text: str) -> str:
+    """BibTeX text as plain Unicode: {\\"u} -> u\u0308 (NFC: \u00fc), {\\L} -> \u0141, braces dropped."""
+    import unicodedata
+    text = re.sub(r"\\(ss|aa|[LlOo&])(?![a-zA-Z])", lambda m: _LETTERS[m.group(1)], text)
+    text = re.sub(r"\\([\"'`^~c])\s*\{?(\w)\}?", lambda m: m.group(2) + _ACCENTS[m.group(1)], text)
+    return unicodedata.normalize("NFC", text.replace("{", "").replace("}", "").replace("\\", ""))
+
+
 def bib_entries(bib: Path) -> dict[str, dict[str, str]]:
     """key -> {author, title, year, ...} from a BibTeX file (enough for a reference list)."""
     entries = {}
     for m in re.finditer(r"@\w+\{([^,\s]+),(.*?)\n\}", bib.read_text(encoding="utf-8"), re.S):
-        fields = {f.group(1).lower(): re.sub(r"[{}]|\\\W", "", f.group(2)).strip()
+        fields = {f.group(1).lower(): _latex(f.group(2)).strip()
                   for f in re.finditer(r"(\w+)\s*=\s*\{((?:[^{}]|\{[^{}]*\})*)\}", m.group(2))}
         entries[m.group(1)] = fields
     return entries

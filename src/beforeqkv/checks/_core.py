@@ -197,6 +197,13 @@ BATCH_HINT = ("it works with fewer batch dimensions but not with more: the contr
               "so index from the end (dim=-1, .transpose(-2, -1)), not from the front.")
 
 
+_GENERIC_ERRORS = {
+    r"subscripts in the equation \(\d+\) does not match the number of dimensions|too many indices":
+        "your code assumes a number of dimensions; the inputs may have any number of batch dimensions, "
+        "including none: write '...' in einsum and index from the end (dim=-1, .transpose(-2, -1)).",
+}
+
+
 def compare(fn: Callable, reference: Callable, cases: Iterable[tuple], name: str,
             mistakes: Mapping[str, Callable] | None = None, atol: float = 1e-5, rtol: float = 1e-4,
             describe: Callable[[tuple], str] | None = None,
@@ -232,7 +239,7 @@ def _compare(fn, reference, cases, name, mistakes, atol, rtol, describe, errors)
                                "then run this cell again.") from None
         except Exception as err:  # show the reader's own error, with the case
             msg = f"{name} raised {type(err).__name__} on {label}: {err}{_where_in_your_code(err)}"
-            hints = [h for pattern, h in errors.items() if re.search(pattern, str(err))]
+            hints = [h for pattern, h in {**errors, **_GENERIC_ERRORS}.items() if re.search(pattern, str(err))]
             if done_ndim and _ndim(args) > done_ndim:
                 hints.append(BATCH_HINT)
             raise CheckFailure(msg + "".join(f"\nHint: {h}" for h in hints[:1])) from None
