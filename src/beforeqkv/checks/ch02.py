@@ -75,6 +75,7 @@ register_question(
     "writing a pair adds to M, it never makes M bigger. Softmax attention keeps all 1000 "
     "keys and values instead: 1000 x (16 + 16) = 32000 numbers.",
     tolerance=0.5,
+    hint='does writing one more pair into M make M bigger?'
 )
 register_question(
     "ch2_bigger_memory", "higher",

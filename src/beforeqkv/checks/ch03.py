@@ -48,6 +48,8 @@ register_question(
     "layer below, so the last unit is ready at step n_tokens + n_layers - 1 = 8 + 3 - 1 = 10. "
     "Without recurrence every layer is one step: 3 steps, however long the sequence.",
     tolerance=0.5,
+    hint="draw the grid of 3 layers by 8 tokens and mark, for each unit, the first step at which "
+         "everything it waits for is ready."
 )
 register_question(
     "ch3_depth_double", "the same",
@@ -55,4 +57,5 @@ register_question(
     "sequence makes each operation bigger, not the recipe longer. The loop RNN's depth doubles "
     "(3T + 2), because each step waits for the one before.",
     choices=["the same", "double", "quadruple"],
+    hint="depth counts operations that must wait for each other, not how big each operation is."
 )

@@ -56,4 +56,5 @@ register_question(
     "A = W_Q^T W_K is a (32 x r) matrix times an (r x 32) one: its rank is at most r = 2, "
     "and random (or trained) weights reach that bound.",
     tolerance=0,
+    hint='the rank of a product is at most the smallest inner dimension.'
 )

@@ -100,14 +100,16 @@ register_question(
     "ch6_per_pair_numbers", "10^12",
     "T^2 d^2 = 1024^2 * 768^2 ~ 6.2e11 numbers, about 10^12: 2.5 TB in float32, for one layer and one "
     "sequence. Multi-head attention stores H*T^2 scalar weights and 4*d^2 shared parameters instead.",
-    choices=["10^6", "10^9", "10^12", "10^15"])
+    choices=["10^6", "10^9", "10^12", "10^15"],
+    hint='one d x d matrix for each of the T x T pairs.')
 
 register_question(
     "ch6_one_head_routings", "1",
     "One head gives each token one set of weights, so it reads one mixture of its neighbours' values, "
     "and both readouts see that same vector. The mixture can lean towards one neighbour, which serves "
     "that neighbour's readout; the other readout is left near chance.",
-    choices=["0", "1", "2"])
+    choices=["0", "1", "2"],
+    hint='how many softmax distributions does one head compute for one token?')
 
 register_question(
     "ch6_wide_head_both", "no",

@@ -77,4 +77,5 @@ register_question(
     "deviation of about 0.03, so every weight is close to 1/T. Nothing saturates, but the softmax "
     "cannot focus either: the opposite failure. 1/sqrt(d) is the scale that keeps the variance at 1.",
     choices=["saturated", "near-uniform", "unchanged"],
+    hint='what is the standard deviation of q . k / d when q . k has variance d?'
 )

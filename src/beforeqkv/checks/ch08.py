@@ -92,7 +92,8 @@ register_question(
     "ch8_iid_floor", math.log(16),
     "Every token is drawn uniformly from 16 symbols, independently of the past, so the best "
     "prediction is uniform: loss ln 16 = 2.773 nats. Anything lower must be peeking at the future.",
-    tolerance=0.05)
+    tolerance=0.05,
+    hint='what is the best guess when the next token does not depend on the past, and what loss does it get?')
 
 register_question(
     "ch8_residual_no_norm", "above",
