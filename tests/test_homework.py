@@ -230,3 +230,13 @@ def test_in_a_kernel_a_failed_check_raises_only_in_the_instructors_notebook(with
     assert outs[1].startswith("\u2717") and "BLOCKED" in outs[1] and "Traceback" not in outs[1]
     assert outs[2].startswith("\u2717") and "not what the experiment shows" in outs[2]
     assert outs[3] == "the end\n"
+
+
+def test_the_students_site_has_no_solution_and_no_model_answer():
+    site = ROOT / "_build" / "html-students" / "book"
+    if not site.is_dir():
+        pytest.skip("no students' site: run `make book-students`")
+    for path in CHAPTERS:
+        html = (site / f"{path.stem}.html").read_text(encoding="utf-8")
+        assert "Model answer" not in html and "BEGIN SOLUTION" not in html, path.name
+        assert "YOUR CODE HERE" in html and ": right." not in html, path.name
