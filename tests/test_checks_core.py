@@ -131,3 +131,12 @@ def test_hints_are_only_given_when_the_mistake_matches_every_case():
 def test_an_einsum_with_a_fixed_batch_dimension_gets_the_batch_hint():
     with pytest.raises(CheckFailure, match="any number of batch dimensions"):
         checks.check_all_to_all_mix(lambda x, w: torch.einsum("bij,bjd->bid", w, x))
+
+
+def test_a_strict_failure_raises_from_a_frame_that_shows_no_checker_source(monkeypatch):
+    import traceback
+    monkeypatch.setenv("BEFOREQKV_CHECKS", "strict")
+    with pytest.raises(CheckFailure) as err:
+        checks.check_causal_mask(lambda t: torch.ones(t, t).triu(1).bool())
+    last = traceback.extract_tb(err.value.__traceback__)[-1]
+    assert last.filename.endswith("_failed.py") and err.value.__cause__ is None
