@@ -84,3 +84,38 @@ strip: $(STAMP)
 
 clean:
 	rm -rf _build _exec dist
+
+# Homework (see book/teachers.md):
+#   make assignments       dist/assignments/NN_*.ipynb (student) + source/ (nbgrader), from the executed run
+#   make reader-notebooks  dist/reader/NN_*.ipynb: the chapters without raw MyST, for Jupyter and Colab
+#   make book-students     _build/html-students: the site without solutions or model answers
+#   make teachers          regenerate book/teachers.md from the notebooks' exercise metadata
+HW_VENV ?= $(VENV)-homework
+.PHONY: assignments reader-notebooks book-students teachers
+
+$(HW_VENV)/.installed: requirements-homework.txt
+	@test -x $(HW_VENV)/bin/python || $(PYTHON) -m venv $(HW_VENV)
+	@echo "== installing nbgrader into $(HW_VENV) (only for make assignments)"
+	@$(HW_VENV)/bin/pip install $(PIPQ) -r requirements-homework.txt
+	@touch $@
+
+$(EXEC)/book:
+	$(MAKE) execute
+
+assignments: $(STAMP) $(HW_VENV)/.installed | $(EXEC)/book
+	$(HW_VENV)/bin/python tools/assignments.py book $(EXEC)/book dist/assignments
+
+reader-notebooks: $(STAMP) | $(EXEC)/book
+	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
+
+teachers: $(STAMP)
+	$(BIN)/python tools/teachers.py book book/teachers.md
+
+book-students: $(STAMP) | $(EXEC)/book
+	@rm -rf _exec_students && mkdir -p _exec_students
+	@cp -r $(EXEC)/book _config.yml _toc.yml _exec_students/ && cp book/*.md book/*.bib _exec_students/book/
+	$(BIN)/python tools/student.py --site _exec_students/book
+	@rm -rf _build/html-students
+	$(BIN)/jupyter-book build _exec_students --path-output _build/students $(JB_FLAGS)
+	@rm -rf _build/html-students && mv _build/students/_build/html _build/html-students && rm -rf _build/students
+	@echo "== the students' book is at $(CURDIR)/_build/html-students/index.html"

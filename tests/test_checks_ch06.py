@@ -97,7 +97,36 @@ def test_check_multihead_attention_reports_not_implemented():
 def test_chapter_6_predictions_accept_the_answer_and_reject_others(key, right, wrong, capsys):
     checks.check_prediction(key, right)
     assert "\u2713" in capsys.readouterr().out
-    with pytest.raises(CheckFailure, match="not quite"):
+    with pytest.raises(CheckFailure, match="not what the experiment shows"):
         checks.check_prediction(key, wrong)
     with pytest.raises(CheckFailure, match="one of"):
         checks.check_prediction(key, "lots")
+
+
+def untransposed_weights(x, W_Q, W_K, W_V, W_O, n_heads):
+    B, T, _ = x.shape
+    split = lambda t: t.view(B, T, n_heads, -1).transpose(1, 2)  # noqa: E731
+    q, k, v = split(x @ W_Q), split(x @ W_K), split(x @ W_V)  # wrong: nn.Linear layout needs .T
+    a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
+    return (a @ v).transpose(1, 2).reshape(B, T, -1) @ W_O
+
+
+def scaled_by_d_head(x, W_Q, W_K, W_V, W_O, n_heads):
+    B, T, _ = x.shape
+    split = lambda t: t.view(B, T, n_heads, -1).transpose(1, 2)  # noqa: E731
+    q, k, v = split(x @ W_Q.T), split(x @ W_K.T), split(x @ W_V.T)
+    a = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1], dim=-1)
+    return (a @ v).transpose(1, 2).reshape(B, T, -1) @ W_O.T
+
+
+@pytest.mark.parametrize("fn, hint", [(untransposed_weights, "nn.Linear layout"),
+                                      (scaled_by_d_head, "divided the scores by d_head")])
+def test_check_multihead_attention_names_layout_and_scale_mistakes(fn, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_multihead_attention(fn)
+
+
+@pytest.mark.parametrize("answer", [1, "1", 1.0, " 1 "])
+def test_chapter_6_accepts_the_routing_count_in_every_natural_form(answer, capsys):
+    assert checks.check_prediction("ch6_one_head_routings", answer)
+    assert "\u2713" in capsys.readouterr().out

@@ -70,7 +70,48 @@ def test_check_causal_attention_rejects_mistakes_with_hint(wrong, hint):
 def test_chapter8_predictions_are_registered_and_checked(capsys):
     checks.check_prediction("ch8_iid_floor", 2.77)
     checks.check_prediction("ch8_residual_no_norm", "Above")
-    with pytest.raises(CheckFailure, match="ln 16"):
+    with pytest.raises(CheckFailure, match="not what the experiment shows"):
         checks.check_prediction("ch8_iid_floor", 0.2)
-    with pytest.raises(CheckFailure, match="heavy lifting"):
+    with pytest.raises(CheckFailure, match="not what the experiment shows"):
         checks.check_prediction("ch8_residual_no_norm", "below")
+
+
+def test_check_causal_mask_names_the_true_means_blocked_convention():
+    with pytest.raises(CheckFailure, match="BLOCKED"):
+        checks.check_causal_mask(lambda t: torch.ones(t, t).triu(1).bool())
+
+
+def _filled(q, k, v, where_allowed=False, value=float("-inf"), scale=None):
+    t = q.shape[-2]
+    allowed = torch.ones(t, t).tril().bool()
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    s = q @ k.transpose(-2, -1) * scale  # (..., T, T)
+    s = s.masked_fill(allowed if where_allowed else ~allowed, value)
+    return torch.softmax(s, dim=-1) @ v
+
+
+def _one_batch_dim(q, k, v):
+    t = q.shape[1]  # assumes (B, T, d)
+    s = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])  # (B, T, T)
+    s = s.masked_fill(~torch.ones(t, t).tril().bool(), float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda q, k, v: _filled(q, k, v, where_allowed=True), "MAY be attended"),
+    (lambda q, k, v: _filled(q, k, v, value=0.0), "exp\\(0\\) = 1"),
+    (lambda q, k, v: _filled(q, k, v, scale=1 / q.shape[-1]), "divided the scores by d"),
+    (_one_batch_dim, "contract is \\(\\.\\.\\., T, d\\)"),
+])
+def test_check_causal_attention_names_nan_zero_fill_scale_and_batch_mistakes(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_causal_attention(wrong)
+
+
+def test_a_nan_output_outside_the_known_mistakes_gets_the_nan_hint():
+    def nan_rows(q, k, v):
+        out = _filled(q, k, v)
+        return out.masked_fill(torch.zeros_like(out, dtype=torch.bool).index_fill(-2, torch.tensor([0]), True),
+                               float("nan"))
+    with pytest.raises(CheckFailure, match="NaN"):
+        checks.check_causal_attention(nan_rows)

@@ -83,7 +83,8 @@ def test_check_post_norm_reports_an_unrecognised_mistake():
 # ------------------------------------------------------------------ prediction
 def test_ch10_prediction_is_registered_and_checked():
     checks.check_prediction("ch10_token_type", "more than 0.1")
-    with pytest.raises(CheckFailure, match="not quite"):
+    with pytest.raises(CheckFailure, match="not what the experiment shows") as wrong:
         checks.check_prediction("ch10_token_type", "less than 0.01")
+    assert "0.46" not in str(wrong.value)  # a wrong answer is not told the right one
     with pytest.raises(CheckFailure, match="one of"):
         checks.check_prediction("ch10_token_type", "0.4")

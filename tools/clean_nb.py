@@ -3,14 +3,16 @@
     python tools/clean_nb.py book/*.ipynb
 
 Removes outputs, execution counts, widget state and editor metadata; keeps cell tags, a
-figure's `mystnb` alt text and caption, and the per-notebook execution timeout; sets the python3 kernelspec.
+figure's `mystnb` alt text and caption, exercise metadata and the per-notebook execution
+timeout; sets the python3 kernelspec.
 """
 import sys
 
 import nbformat
 
 KEEP_NB_META = {"kernelspec", "language_info", "execution"}
-KEEP_CELL_META = {"tags", "mystnb"}  # mystnb: a figure's alt text and caption
+# mystnb: a figure's alt text and caption; exercises: difficulty, time, exam (tools/teachers.py)
+KEEP_CELL_META = {"tags", "mystnb", "exercises"}
 
 
 def clean(path: str) -> bool:

@@ -1,11 +1,16 @@
-"""Make the homework (student) version of every chapter.
+"""Student versions of the chapters, without solutions or model answers.
 
-    python tools/student.py book dist/student
+    python tools/student.py book dist/student      # notebooks, outputs cleared
+    python tools/student.py --site _exec_students/book   # executed notebooks, in place,
+                                                         # for `make book-students`
 
 Inside code cells, everything between ``### BEGIN SOLUTION`` and ``### END SOLUTION``
-becomes ``# YOUR CODE HERE`` + ``raise NotImplementedError()`` (nbgrader's convention,
-so the same notebooks also work with nbgrader). In markdown cells the block becomes
-"YOUR ANSWER HERE". Outputs are cleared. The generated notebooks go to ``dist/``.
+becomes ``# YOUR CODE HERE`` + ``raise NotImplementedError()`` (nbgrader's convention),
+except a prediction (``name = value``), which becomes ``name = ...``: the check after it
+then asks for an answer instead of stopping Run All. Open questions lose their
+``<details>`` model answer (removed, not collapsed). The outputs of solution and check
+cells are removed (a passed prediction's output explains the answer). For the graded
+assignments with nbgrader metadata and reader Markdown, see ``tools/assignments.py``.
 """
 import re
 import sys
@@ -13,22 +18,37 @@ from pathlib import Path
 
 import nbformat
 
-BLOCK = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*$", re.S | re.M)
+BLOCK = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*$", re.S | re.M)
+ASSIGNMENT = re.compile(r"^[ \t]*(\w+)\s*=\s*[^\n]+\n?$")
+DETAILS = re.compile(r"\n*<details>\s*<summary>\s*Model answer\s*</summary>.*?</details>[ \t]*", re.S)
 
 
 def strip_solutions(source: str, cell_type: str) -> str:
-    if cell_type == "code":
-        return BLOCK.sub(lambda m: f"{m.group(1)}# YOUR CODE HERE\n{m.group(1)}raise NotImplementedError()", source)
-    return BLOCK.sub(lambda m: f"{m.group(1)}YOUR ANSWER HERE", source)
+    def stub(m):
+        indent, body = m.group(1), m.group(2)
+        if cell_type != "code":
+            return f"{indent}YOUR ANSWER HERE"
+        pred = ASSIGNMENT.match(body)
+        if pred and not indent and "\n" not in body.strip():
+            return f"{pred.group(1)} = ...  # your answer"
+        return f"{indent}# YOUR CODE HERE\n{indent}raise NotImplementedError()"
+    return BLOCK.sub(stub, source)
 
 
-def student_version(nb):
+def strip_model_answers(source: str) -> str:
+    return DETAILS.sub("", source)
+
+
+def student_version(nb, keep_outputs: bool = False):
     for cell in nb.cells:
-        if "### BEGIN SOLUTION" in cell.source:
+        had_solution = "### BEGIN SOLUTION" in cell.source
+        if had_solution:
             cell.source = strip_solutions(cell.source, cell.cell_type)
             tags = [t for t in cell.metadata.get("tags", []) if t not in ("hide-cell", "hide-input")]
             cell.metadata["tags"] = tags
-        if cell.cell_type == "code":
+        if cell.cell_type == "markdown":
+            cell.source = strip_model_answers(cell.source)
+        elif not keep_outputs or had_solution or "checks.check_" in cell.source:
             cell.outputs, cell.execution_count = [], None
     return nb
 
@@ -45,5 +65,15 @@ def main(src: str, dst: str) -> int:
     return 0
 
 
+def site(folder: str) -> int:
+    paths = sorted(Path(folder).glob("[0-9]*.ipynb"))
+    for path in paths:
+        nbformat.write(student_version(nbformat.read(path, as_version=4), keep_outputs=True), path)
+    print(f"removed solutions and model answers from {len(paths)} executed notebooks in {folder}/")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--site"]:
+        sys.exit(site(sys.argv[2]))
     sys.exit(main(*sys.argv[1:3]))

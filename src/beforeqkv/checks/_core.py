@@ -3,25 +3,150 @@
 A checker runs the reader's function and the canonical one on several seeded cases
 (edge cases included), compares with ``torch.testing.assert_close``, makes sure the
 reader's function did not modify its inputs, and, when the answer is wrong, compares
-it with typical mistakes to give a hint that teaches. On success it prints one line.
+it with typical mistakes to give a hint that teaches.
+
+Three modes decide what a failed check does (see :func:`mode`):
+
+* ``lenient`` (a student's notebook): print ``✗`` and the hint, return a falsy
+  :class:`CheckResult`; Run All goes on to the end of the chapter.
+* ``strict`` (the instructor's notebook, unit tests, plain scripts): raise
+  :class:`CheckFailure` with the full message, so a canonical solution that stops
+  passing fails CI loudly.
+* ``graded`` (``BEFOREQKV_GRADING=1``, set by ``python -m beforeqkv.grade``): raise,
+  and never show a prediction's answer.
+
+A notebook is the instructor's when the checked function, or the cell calling the
+check, still contains its ``### BEGIN SOLUTION`` block: the one thing every student
+version lacks. Checkers written with :func:`compare` and :func:`check_prediction`
+get all of this without any change; a checker that raises :class:`CheckFailure` by
+itself should be decorated with :func:`checker`.
 """
 from __future__ import annotations
 
+import functools
+import inspect
+import linecache
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import torch
 
-__all__ = ["CheckFailure", "compare", "passed", "register_question", "check_prediction", "QUESTIONS"]
+from ._failed import failed
+
+__all__ = ["CheckFailure", "CheckResult", "compare", "passed", "register_question",
+           "check_prediction", "explain", "checker", "mode", "QUESTIONS", "SOLUTION_MARKER"]
+
+SOLUTION_MARKER = "### BEGIN SOLUTION"
+_PACKAGE = str(Path(__file__).resolve().parents[1])  # .../beforeqkv
+_NESTED = 0  # > 0 while a @checker function runs: failures go up to it, reported once
 
 
 class CheckFailure(AssertionError):
     """Raised by a checker when the reader's answer is wrong; the message says why."""
 
 
+class CheckResult:
+    """What a check returns: truthy when it passed. Shows nothing when a cell ends with it."""
+
+    def __init__(self, name: str, ok: bool, message: str = ""):
+        self.name, self.ok, self.message = name, ok, message
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return f"CheckResult({self.name!r}, ok={self.ok})"
+
+    def _ipython_display_(self) -> None:  # the ✓/✗ line was already printed
+        pass
+
+
+# ---------------------------------------------------------------- modes
+def _in_kernel() -> bool:
+    ip = sys.modules.get("IPython")
+    return ip is not None and getattr(ip, "get_ipython", lambda: None)() is not None
+
+
+def _outside_package(frame):
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE):
+        frame = frame.f_back
+    return frame
+
+
+def _has_solution(fn=None) -> bool:
+    """True when ``fn`` or the notebook cell calling the check holds a solution block."""
+    try:
+        if fn is not None and SOLUTION_MARKER in inspect.getsource(fn):
+            return True
+    except (OSError, TypeError):
+        pass
+    frame = _outside_package(inspect.currentframe())
+    if frame is None:
+        return False
+    return SOLUTION_MARKER in "".join(linecache.getlines(frame.f_code.co_filename))
+
+
+def mode(fn=None) -> str:
+    """``"graded"``, ``"strict"`` or ``"lenient"``: what a failed check does now.
+
+    ``BEFOREQKV_GRADING=1`` -> graded; ``BEFOREQKV_CHECKS=strict|lenient`` forces a mode;
+    outside a Jupyter kernel -> strict; in a kernel, strict when the solution block is
+    present (the instructor's notebook), lenient otherwise (the student's).
+    """
+    if os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0"):
+        return "graded"
+    forced = os.environ.get("BEFOREQKV_CHECKS", "").strip().lower()
+    if forced in ("strict", "lenient"):
+        return forced
+    if not _in_kernel():
+        return "strict"
+    return "strict" if _has_solution(fn) else "lenient"
+
+
+def _report(name: str, err: CheckFailure, fn=None) -> CheckResult:
+    __tracebackhide__ = True  # IPython hides this frame: no checker source in the traceback
+    if _NESTED:
+        raise err
+    m = mode(fn)
+    if m == "lenient":
+        print(f"\u2717 {err}")
+        return CheckResult(name, False, str(err))
+    failed(CheckFailure, str(err))  # a short frame of its own: no checker source in the traceback
+
+
 def passed(what: str) -> None:
     print(f"\u2713 {what}")
 
 
+def checker(func: Callable) -> Callable:
+    """Decorate a ``check_*(fn, ...)`` function that raises :class:`CheckFailure` itself.
+
+    Its failures are then reported by mode, like those of :func:`compare`.
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        __tracebackhide__ = True
+        global _NESTED
+        _NESTED += 1
+        try:
+            result = func(*args, **kwargs)
+        except CheckFailure as err:
+            failure = err
+        else:
+            failure = None
+        finally:
+            _NESTED -= 1
+        if failure is not None:
+            return _report(func.__name__.removeprefix("check_"), failure, args[0] if args else None)
+        return result if isinstance(result, CheckResult) else CheckResult(func.__name__, True)
+    return wrapper
+
+
+# ---------------------------------------------------------------- comparing functions
 def _clone(obj):
     if isinstance(obj, torch.Tensor):
         return obj.detach().clone()
@@ -42,54 +167,137 @@ def _same(a, b) -> bool:
     return True
 
 
-def _close(a, b, atol, rtol) -> bool:
+def _close(a, b, atol, rtol, equal_nan=False) -> bool:
     try:
-        torch.testing.assert_close(a, b, atol=atol, rtol=rtol, check_dtype=False)
+        torch.testing.assert_close(a, b, atol=atol, rtol=rtol, check_dtype=False, equal_nan=equal_nan)
         return True
     except (AssertionError, TypeError, ValueError, RuntimeError):
         return False
 
 
+def _has_nan(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_floating_point() and bool(torch.isnan(x).any())
+
+
+def _ndim(args) -> int:
+    return max((a.dim() for a in args if isinstance(a, torch.Tensor)), default=0)
+
+
+def _where_in_your_code(err: BaseException) -> str:
+    """`` (your line N: `code`)`` for the innermost frame outside the package and torch."""
+    for fs in reversed(traceback.extract_tb(err.__traceback__)):
+        f = str(Path(fs.filename).resolve()) if not fs.filename.startswith("<") else fs.filename
+        if not f.startswith(_PACKAGE) and "site-packages" not in f and "/torch/" not in f:
+            line = (fs.line or "").strip()
+            return f" (your line {fs.lineno}: `{line}`)" if line else ""
+    return ""
+
+
+NAN_HINT = ("your output contains NaN. A softmax over a row whose scores are all -inf is 0/0: "
+            "check which positions your mask fills (True = may attend in this book).")
+BATCH_HINT = ("it works with fewer batch dimensions but not with more: the contract is (..., T, d), "
+              "so index from the end (dim=-1, .transpose(-2, -1)), not from the front.")
+
+
+_GENERIC_ERRORS = {
+    r"subscripts in the equation \(\d+\) does not match the number of dimensions|too many indices":
+        "your code assumes a number of dimensions; the inputs may have any number of batch dimensions, "
+        "including none: write '...' in einsum and index from the end (dim=-1, .transpose(-2, -1)).",
+}
+
+
 def compare(fn: Callable, reference: Callable, cases: Iterable[tuple], name: str,
             mistakes: Mapping[str, Callable] | None = None, atol: float = 1e-5, rtol: float = 1e-4,
-            describe: Callable[[tuple], str] | None = None) -> None:
+            describe: Callable[[tuple], str] | None = None,
+            errors: Mapping[str, str] | None = None) -> CheckResult:
     """Check ``fn(*args) == reference(*args)`` for every ``args`` in ``cases``.
 
-    mistakes: hint -> a function implementing a typical wrong version. If the reader's
-    output matches one, that hint is shown.
+    mistakes: hint -> a function implementing a typical wrong version. A hint is shown
+    when the reader's output matches that version on every case where it applies.
+    errors: regular expression -> hint, for errors the reader's function raises.
+    Returns a :class:`CheckResult`; a failure is printed or raised according to :func:`mode`.
     """
+    __tracebackhide__ = True
+    try:
+        _compare(fn, reference, list(cases), name, mistakes or {}, atol, rtol, describe, errors or {})
+    except CheckFailure as err:
+        return _report(name, err, fn)
+    passed(f"{name} matches the reference on every case")
+    return CheckResult(name, True)
+
+
+def _compare(fn, reference, cases, name, mistakes, atol, rtol, describe, errors):
     if not callable(fn):
         raise CheckFailure(f"{name}: expected a function, got {type(fn).__name__}")
+    done_ndim = 0
     for i, args in enumerate(cases, start=1):
         label = describe(args) if describe else f"case {i}"
         pristine = _clone(args)
         try:
             got = fn(*args)
         except NotImplementedError:
-            raise CheckFailure(f"{name}: not implemented yet: replace `raise NotImplementedError()`") from None
+            raise CheckFailure(f"{name}: not implemented yet. Write your code where it says "
+                               "`# YOUR CODE HERE` and delete `raise NotImplementedError()`, "
+                               "then run this cell again.") from None
         except Exception as err:  # show the reader's own error, with the case
-            raise CheckFailure(f"{name} raised {type(err).__name__} on {label}: {err}") from err
+            msg = f"{name} raised {type(err).__name__} on {label}: {err}{_where_in_your_code(err)}"
+            hints = [h for pattern, h in {**errors, **_GENERIC_ERRORS}.items() if re.search(pattern, str(err))]
+            if done_ndim and _ndim(args) > done_ndim:
+                hints.append(BATCH_HINT)
+            raise CheckFailure(msg + "".join(f"\nHint: {h}" for h in hints[:1])) from None
         if not _same(args, pristine):
             raise CheckFailure(f"{name} modified its input in place on {label}: work on copies instead")
         want = reference(*args)
         if isinstance(want, torch.Tensor) and not isinstance(got, torch.Tensor):
             raise CheckFailure(f"{name} should return a tensor, got {type(got).__name__} on {label}")
         if _close(got, want, atol, rtol):
+            done_ndim = max(done_ndim, _ndim(args))
             continue
-        for hint, wrong in (mistakes or {}).items():
-            try:
-                matched = _close(got, wrong(*args), atol, rtol)
-            except Exception:  # a mistake model that does not apply to this case
-                matched = False
-            if matched:
-                raise CheckFailure(f"{name}: wrong values on {label}. Hint: {hint}")
+        hint = _matching_mistake(fn, got, args, cases, mistakes, atol, rtol)
+        if hint:
+            raise CheckFailure(f"{name}: wrong values on {label}.\nHint: {hint}")
         if isinstance(want, torch.Tensor) and got.shape != want.shape:
-            raise CheckFailure(
-                f"{name}: wrong shape on {label}: got {tuple(got.shape)}, expected {tuple(want.shape)}"
-            )
+            extra = f"\nHint: {BATCH_HINT}" if done_ndim and _ndim(args) > done_ndim else ""
+            raise CheckFailure(f"{name}: wrong shape on {label}: got {tuple(got.shape)}, "
+                               f"expected {tuple(want.shape)}{extra}")
+        if _has_nan(got) and not _has_nan(want):
+            raise CheckFailure(f"{name}: NaN on {label}.\nHint: {NAN_HINT}")
+        extra = f"\nHint: {BATCH_HINT}" if done_ndim and _ndim(args) > done_ndim else ""
         raise CheckFailure(f"{name}: wrong values on {label} (max abs error "
-                           f"{_max_err(got, want):.3g}). Compare your code with the derivation above.")
-    passed(f"{name} matches the reference on every case")
+                           f"{_max_err(got, want):.3g}). Compare your code with the derivation "
+                           f"above.{extra}")
+
+
+def _matching_mistake(fn, got, args, cases, mistakes, atol, rtol) -> str | None:
+    """The first hint whose wrong version matches the reader on this case and every other."""
+    def matches(wrong, a, out) -> bool | None:
+        try:
+            w = wrong(*a)
+        except Exception:  # a mistake model that does not apply to this case
+            return None
+        return _close(out, w, atol, rtol, equal_nan=True)
+
+    outputs: dict[int, object] = {}
+    for hint, wrong in mistakes.items():
+        if not matches(wrong, args, got):
+            continue
+        agree = True
+        for j, other in enumerate(cases):
+            if other is args:
+                continue
+            if j not in outputs:
+                try:
+                    outputs[j] = fn(*_clone(other))
+                except Exception:
+                    outputs[j] = None
+            if outputs[j] is None:
+                continue
+            if matches(wrong, other, outputs[j]) is False:
+                agree = False
+                break
+        if agree:
+            return hint
+    return None
 
 
 def _max_err(a, b) -> float:
@@ -104,32 +312,100 @@ QUESTIONS: dict[str, dict] = {}
 
 
 def register_question(key: str, answer, explanation: str, choices: Iterable | None = None,
-                      tolerance: float | None = None) -> None:
-    """Register a predict-then-run question: its answer and the explanation shown afterwards."""
+                      tolerance: float | None = None, hint: str | None = None) -> None:
+    """Register a predict-then-run question: its answer and the explanation shown afterwards.
+
+    hint: shown after a wrong answer (it must not give the answer away).
+    """
     QUESTIONS[key] = {"answer": answer, "explanation": explanation,
-                      "choices": None if choices is None else list(choices), "tolerance": tolerance}
+                      "choices": None if choices is None else list(choices), "tolerance": tolerance,
+                      "hint": hint}
 
 
-def _norm(x):
-    return x.strip().lower() if isinstance(x, str) else x
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$")
 
 
-def check_prediction(key: str, prediction) -> None:
-    """Check a predict-then-run answer; explain the result either way."""
+def _text(x) -> str:
+    """Lower case, no quotes, one space between words, numbers written one way."""
+    s = str(x).strip().strip("'\"`").strip().lower()
+    s = re.sub(r"[\s_\-]+", " ", s)
+    return re.sub(r"\d+\.\d+|\d+", lambda m: repr(float(m.group())), s)
+
+
+def _number(x) -> float | None:
+    """The number ``x`` stands for (1, "1", 1.0, "1e12", "10^12", "10**12", "1,000"), else None."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, torch.Tensor) and x.numel() == 1:
+        x = x.item()
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return float(x)
+    if hasattr(x, "__float__") and not isinstance(x, str):
+        try:
+            return float(x)
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(x, str):
+        return None
+    s = x.strip().strip("'\"`").lower().replace(" ", "").replace(",", "").replace("×", "*")
+    power = re.fullmatch(r"([0-9.]+)(?:\^|\*\*)([+-]?[0-9]+)", s)
+    if power:
+        return float(power.group(1)) ** int(power.group(2))
+    return float(s) if _NUMBER.match(s) else None
+
+
+def _equal(a, b, tolerance: float | None = None) -> bool:
+    na, nb = _number(a), _number(b)
+    if na is not None and nb is not None:
+        tol = tolerance if tolerance is not None else 1e-9 * max(1.0, abs(nb))
+        return abs(na - nb) <= tol
+    return _text(a) == _text(b)
+
+
+def explain(key: str) -> None:
+    """Print a question's answer and why: for after your own attempt."""
     if key not in QUESTIONS:
         raise ValueError(f"unknown question {key!r}; known: {sorted(QUESTIONS)}")
     q = QUESTIONS[key]
-    if prediction is None or prediction is Ellipsis:
-        raise CheckFailure(f"{key}: write your prediction first (replace the ...)")
-    if q["choices"] is not None and _norm(prediction) not in [_norm(c) for c in q["choices"]]:
-        raise CheckFailure(f"{key}: answer with one of {q['choices']}, got {prediction!r}")
-    if q["tolerance"] is not None:
-        try:
-            ok = abs(float(prediction) - float(q["answer"])) <= q["tolerance"]
-        except (TypeError, ValueError):
-            raise CheckFailure(f"{key}: answer with a number, got {prediction!r}") from None
-    else:
-        ok = _norm(prediction) == _norm(q["answer"])
-    if not ok:
-        raise CheckFailure(f"{key}: not quite. {q['explanation']}")
+    print(f"{key}: {q['answer']!r}. {q['explanation']}")
+
+
+def check_prediction(key: str, prediction) -> CheckResult:
+    """Check a predict-then-run answer; explain the result when it is right.
+
+    A wrong answer is told so, with a hint but never the answer, so the reader can try again
+    (``checks.explain(key)`` shows the answer afterwards).
+    """
+    __tracebackhide__ = True
+    if key not in QUESTIONS:
+        raise ValueError(f"unknown question {key!r}; known: {sorted(QUESTIONS)}")
+    q = QUESTIONS[key]
+    try:
+        _check_prediction(key, q, prediction)
+    except CheckFailure as err:
+        return _report(key, err)
     passed(f"{key}: right. {q['explanation']}")
+    return CheckResult(key, True)
+
+
+def _check_prediction(key, q, prediction):
+    if prediction is None or prediction is Ellipsis:
+        raise CheckFailure(f"{key}: write your prediction first: replace the `...` with your "
+                           "answer, then run this cell again.")
+    if q["choices"] is not None:
+        if not any(_equal(prediction, c) for c in q["choices"]):
+            shown = ", ".join(repr(c) for c in q["choices"])
+            raise CheckFailure(f"{key}: answer with one of {shown}; got {prediction!r}")
+        ok = _equal(prediction, q["answer"])
+    elif q["tolerance"] is not None:
+        if _number(prediction) is None:
+            raise CheckFailure(f"{key}: answer with a number, got {prediction!r}")
+        ok = _equal(prediction, q["answer"], q["tolerance"])
+    else:
+        ok = _equal(prediction, q["answer"])
+    if not ok:
+        hint = f" Hint: {q['hint']}" if q.get("hint") else ""
+        raise CheckFailure(f"{key}: not what the experiment shows.{hint} Think again and run "
+                           f"this cell with a new answer; `checks.explain({key!r})` gives the "
+                           "answer once you have tried.")
+

@@ -46,9 +46,9 @@ _MISTAKES = {
 }
 
 
-def check_attention_read(fn) -> None:
+def check_attention_read(fn):
     """Exercise 1.1: ``fn(q, keys, values)`` must return the soft attention read."""
-    compare(fn, reference_attention_read, list(_cases()), "attention_read", _MISTAKES, describe=_describe)
+    return compare(fn, reference_attention_read, list(_cases()), "attention_read", _MISTAKES, describe=_describe)
 
 
 register_question(
@@ -56,6 +56,7 @@ register_question(
     "An nn.LSTM with hidden size H carries two vectors from step to step, h and c: 2 x 64 = 128 numbers, "
     "however many facts it has read.",
     tolerance=0,
+    hint='an nn.LSTM carries two vectors from step to step, not one.'
 )
 register_question(
     "ch1_lstm_n32", "chance",

@@ -19,12 +19,13 @@ def _memory_cases():
         (r(6, 4), r(6, 3)),  # d_k = 4, d_v = 3: M is (3, 4)
         (r(1, 3), r(1, 2)),  # one pair: M is a single outer product
         (r(2, 7, 1), r(2, 7, 5)),  # a batch, d_k = 1
+        (r(2, 3, 5, 4), r(2, 3, 5, 3)),  # two batch dimensions: the contract is (..., T, d)
     ]
 
 
-def check_fast_weight_memory(fn) -> None:
+def check_fast_weight_memory(fn):
     """Check ``fn(k, v) -> M = sum_j v_j k_j^T``: k (..., T, d_k), v (..., T, d_v) -> (..., d_v, d_k)."""
-    compare(
+    return compare(
         fn, fast_weight_memory, _memory_cases(), "fast_weight_memory",
         mistakes={
             "M = sum_j v_j k_j^T has shape (d_v, d_k): rows indexed by value dims. You built k v^T.":
@@ -46,13 +47,14 @@ def _read_cases():
         (r(2, 3), r(6, 3), r(6, 2)),  # d_v != d_k
         (r(1, 2), r(1, 2), r(1, 3)),  # one query, one pair
         (r(2, 4, 1), r(2, 7, 1), r(2, 7, 3)),  # a batch, d_k = 1
+        (r(2, 3, 4, 2), r(2, 3, 6, 2), r(2, 3, 6, 3)),  # two batch dimensions
     ]
 
 
-def check_linear_attention(fn) -> None:
+def check_linear_attention(fn):
     """Check ``fn(q, k, v) -> out_i = sum_j (k_j . q_i) v_j = M q_i``: -> (..., T_q, d_v)."""
     ref = lambda q, k, v: linear_attention(q, k, v)  # noqa: E731
-    compare(
+    return compare(
         fn, ref, _read_cases(), "linear_attention",
         mistakes={
             "linear attention has no softmax: the weights are the raw scores k_j . q_i.":
@@ -73,6 +75,7 @@ register_question(
     "writing a pair adds to M, it never makes M bigger. Softmax attention keeps all 1000 "
     "keys and values instead: 1000 x (16 + 16) = 32000 numbers.",
     tolerance=0.5,
+    hint='does writing one more pair into M make M bigger?'
 )
 register_question(
     "ch2_bigger_memory", "higher",

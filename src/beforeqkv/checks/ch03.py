@@ -21,12 +21,13 @@ def _cases():
         (r(1, 5), r(1, 1)),  # T = 1: y_1 = w_11 x_1
         (r(6, 1), r(6, 6)),  # d = 1
         (r(2, 5, 3), r(2, 5, 5)),  # a batch: one weight matrix per example
+        (r(2, 3, 4, 2), r(2, 3, 4, 4)),  # two batch dimensions: the contract is (..., T, d)
     ]
 
 
-def check_all_to_all_mix(fn) -> None:
+def check_all_to_all_mix(fn):
     """Check ``fn(x, w) -> y`` with ``y_i = sum_j w_ij x_j``: x (..., T, d), w (..., T, T) -> (..., T, d)."""
-    compare(
+    return compare(
         fn, _mix, _cases(), "all_to_all_mix",
         mistakes={
             "row i of w holds the weights of output i: y_i = sum_j w_ij x_j. You used w_ji (w transposed).":
@@ -47,6 +48,8 @@ register_question(
     "layer below, so the last unit is ready at step n_tokens + n_layers - 1 = 8 + 3 - 1 = 10. "
     "Without recurrence every layer is one step: 3 steps, however long the sequence.",
     tolerance=0.5,
+    hint="draw the grid of 3 layers by 8 tokens and mark, for each unit, the first step at which "
+         "everything it waits for is ready."
 )
 register_question(
     "ch3_depth_double", "the same",
@@ -54,4 +57,5 @@ register_question(
     "sequence makes each operation bigger, not the recipe longer. The loop RNN's depth doubles "
     "(3T + 2), because each step waits for the one before.",
     choices=["the same", "double", "quadruple"],
+    hint="depth counts operations that must wait for each other, not how big each operation is."
 )

@@ -29,14 +29,15 @@ def _bilinear_f(seed: int, d: int):
 
 def _cases():
     g = torch.Generator().manual_seed(4)
-    shapes = [((5, 8), (5, 8)), ((2, 4, 6), (2, 4, 6)), ((3, 4), (7, 4)), ((1, 3), (1, 3)), ((2, 1, 1), (2, 6, 1))]
+    shapes = [((5, 8), (5, 8)), ((2, 4, 6), (2, 4, 6)), ((3, 4), (7, 4)), ((1, 3), (1, 3)), ((2, 1, 1), (2, 6, 1)),
+              ((2, 3, 4, 5), (2, 3, 6, 5))]  # two batch dimensions: the contract is (..., T, d)
     for i, (sq, sk) in enumerate(shapes):
         x_q = torch.randn(*sq, generator=g)
         x_k = x_q.clone() if sq == sk and i % 2 == 0 else torch.randn(*sk, generator=g)
         yield x_q, x_k, _bilinear_f(i, sq[-1])
 
 
-def check_content_weights(fn) -> None:
+def check_content_weights(fn):
     """Check ``fn(x_q, x_k, f) == softmax_j f(x_i, x_j)`` (weights of shape (..., T_q, T_k))."""
 
     def f_swapped(x_q, x_k, f):
@@ -51,7 +52,7 @@ def check_content_weights(fn) -> None:
         "after exp, divide by the row sum (that is what the softmax does)":
             lambda x_q, x_k, f: f(x_q.unsqueeze(-2), x_k.unsqueeze(-3)).exp(),
     }
-    compare(fn, content_weights_reference, _cases(), "content_weights", mistakes=mistakes,
+    return compare(fn, content_weights_reference, _cases(), "content_weights", mistakes=mistakes,
             describe=lambda a: f"x_q {tuple(a[0].shape)}, x_k {tuple(a[1].shape)}")
 
 

@@ -15,7 +15,8 @@ def bilinear_scores_reference(x_q: torch.Tensor, x_k: torch.Tensor, A: torch.Ten
 
 def _cases():
     g = torch.Generator().manual_seed(5)
-    for sq, sk in [((4, 6), (4, 6)), ((2, 5, 3), (2, 5, 3)), ((3, 4), (6, 4)), ((1, 2), (1, 2)), ((3, 1), (3, 1))]:
+    for sq, sk in [((4, 6), (4, 6)), ((2, 5, 3), (2, 5, 3)), ((3, 4), (6, 4)), ((1, 2), (1, 2)), ((3, 1), (3, 1)),
+                   ((2, 3, 4, 5), (2, 3, 6, 5))]:  # two batch dimensions
         d = sq[-1]
         x_q = torch.randn(*sq, generator=g)
         x_k = torch.randn(*sk, generator=g)
@@ -23,7 +24,7 @@ def _cases():
         yield x_q, x_k, A
 
 
-def check_bilinear_scores(fn) -> None:
+def check_bilinear_scores(fn):
     """Check ``fn(x_q, x_k, A) == x_q A x_k^T`` for an asymmetric A (shape (..., T_q, T_k))."""
     mistakes = {
         "you used A^T: s_ij = x_i^T A x_j puts A between the query (left) and the key (right)":
@@ -37,7 +38,7 @@ def check_bilinear_scores(fn) -> None:
         "that is the plain dot product x_i . x_j: A is missing":
             lambda x_q, x_k, A: x_q @ x_k.transpose(-2, -1),
     }
-    compare(fn, bilinear_scores_reference, _cases(), "bilinear_scores", mistakes=mistakes,
+    return compare(fn, bilinear_scores_reference, _cases(), "bilinear_scores", mistakes=mistakes,
             describe=lambda a: f"x_q {tuple(a[0].shape)}, x_k {tuple(a[1].shape)}")
 
 
@@ -55,4 +56,5 @@ register_question(
     "A = W_Q^T W_K is a (32 x r) matrix times an (r x 32) one: its rank is at most r = 2, "
     "and random (or trained) weights reach that bound.",
     tolerance=0,
+    hint='the rank of a product is at most the smallest inner dimension.'
 )

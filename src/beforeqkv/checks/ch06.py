@@ -31,7 +31,9 @@ def _heads(t, n_heads):
 
 
 def _variant(x, W_Q, W_K, W_V, W_O, n_heads, scale=None, split=_heads, use_W_O=True, transpose_back=True,
-             softmax_dim=-1):
+             softmax_dim=-1, linear_layout=True):
+    if not linear_layout:  # x @ W instead of x @ W.T: only runs when the weights are square
+        W_Q, W_K, W_V, W_O = W_Q.T, W_K.T, W_V.T, W_O.T
     q, k, v = (split(x @ W.T, n_heads) for W in (W_Q, W_K, W_V))  # (B, H, T, d_head)
     d_head = q.shape[-1]
     s = q @ k.transpose(-1, -2) * (1 / math.sqrt(d_head) if scale is None else scale)  # (B, H, T, T)
@@ -46,11 +48,17 @@ def _interleaved_split(t, n_heads):
     return t.view(b, n, w // n_heads, n_heads).permute(0, 3, 1, 2)  # (B, H, T, d_head): wrong grouping
 
 
+_LAYOUT_HINT = ("the weights are in nn.Linear layout, (out, in): project with `x @ W_Q.T` (and "
+                "`@ W_O.T` at the end), not `x @ W_Q`.")
+
 _MISTAKES = {
+    _LAYOUT_HINT: lambda *a: _variant(*a, linear_layout=False),
     "the output projection W_O is missing: after concatenating the heads, apply `@ W_O.T`.":
         lambda *a: _variant(*a, use_W_O=False),
     "the scores are not scaled: multiply q . k by 1/sqrt(d_head).":
         lambda *a: _variant(*a, scale=1.0),
+    "you divided the scores by d_head; the scale is 1/sqrt(d_head).":
+        lambda x, W_Q, W_K, W_V, W_O, n: _variant(x, W_Q, W_K, W_V, W_O, n, scale=n / W_Q.shape[0]),
     "you scaled by 1/sqrt(d_model); each head's scores use its own width: 1/sqrt(d_head).":
         lambda x, W_Q, W_K, W_V, W_O, n: _variant(x, W_Q, W_K, W_V, W_O, n, scale=1 / math.sqrt(x.shape[-1])),
     "wrong head split: head h owns the *contiguous* columns h*d_head:(h+1)*d_head, i.e. "
@@ -77,28 +85,31 @@ def _cases():
     return out
 
 
-def check_multihead_attention(fn) -> None:
+def check_multihead_attention(fn):
     """Check ``fn(x, W_Q, W_K, W_V, W_O, n_heads)`` against the package's MultiHeadAttention.
 
     x: (B, T, d_model); W_Q, W_K, W_V: (n_heads*d_head, d_model); W_O: (d_model, n_heads*d_head),
     in ``nn.Linear`` layout. Cases include T = 1, d_head = 1, one head, and d_head*n_heads != d_model.
     """
-    compare(fn, reference_multihead_attention, _cases(), "multihead_attention", mistakes=_MISTAKES,
-            describe=lambda a: f"B,T,d_model={tuple(a[0].shape)}, n_heads={a[5]}, d_head={a[1].shape[0] // a[5]}")
+    return compare(fn, reference_multihead_attention, _cases(), "multihead_attention", mistakes=_MISTAKES,
+            describe=lambda a: f"B,T,d_model={tuple(a[0].shape)}, n_heads={a[5]}, d_head={a[1].shape[0] // a[5]}",
+                   errors={r"cannot be multiplied|must match the size": _LAYOUT_HINT})
 
 
 register_question(
     "ch6_per_pair_numbers", "10^12",
     "T^2 d^2 = 1024^2 * 768^2 ~ 6.2e11 numbers, about 10^12: 2.5 TB in float32, for one layer and one "
     "sequence. Multi-head attention stores H*T^2 scalar weights and 4*d^2 shared parameters instead.",
-    choices=["10^6", "10^9", "10^12", "10^15"])
+    choices=["10^6", "10^9", "10^12", "10^15"],
+    hint='one d x d matrix for each of the T x T pairs.')
 
 register_question(
     "ch6_one_head_routings", "1",
     "One head gives each token one set of weights, so it reads one mixture of its neighbours' values, "
     "and both readouts see that same vector. The mixture can lean towards one neighbour, which serves "
     "that neighbour's readout; the other readout is left near chance.",
-    choices=["0", "1", "2"])
+    choices=["0", "1", "2"],
+    hint='how many softmax distributions does one head compute for one token?')
 
 register_question(
     "ch6_wide_head_both", "no",

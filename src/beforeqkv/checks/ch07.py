@@ -22,7 +22,7 @@ def _score_cases():
     ]
 
 
-def check_scaled_scores(fn) -> None:
+def check_scaled_scores(fn):
     """Check ``fn(q, k) -> (..., T_q, T_k)`` computes ``q . k / sqrt(d_head)``.
 
     q: (..., T_q, d_head), k: (..., T_k, d_head). Chapter 7.
@@ -37,7 +37,7 @@ def check_scaled_scores(fn) -> None:
         "rows should be queries and columns keys: compute q k^T, not k q^T":
             lambda q, k: k @ q.transpose(-1, -2) / math.sqrt(q.shape[-1]),
     }
-    compare(fn, lambda q, k: attention_scores(q, k), _score_cases(), "scaled_scores", mistakes,
+    return compare(fn, lambda q, k: attention_scores(q, k), _score_cases(), "scaled_scores", mistakes,
             describe=lambda a: f"q {tuple(a[0].shape)}, k {tuple(a[1].shape)}")
 
 
@@ -52,7 +52,7 @@ def _jacobian_cases():
     ]
 
 
-def check_softmax_jacobian(fn) -> None:
+def check_softmax_jacobian(fn):
     """Check ``fn(a) -> (..., T, T)`` returns the softmax Jacobian ``diag(a) - a a^T``.
 
     a: (..., T), the softmax weights of one or more rows. Chapter 7.
@@ -67,7 +67,7 @@ def check_softmax_jacobian(fn) -> None:
         "that is just diag(a): subtract the outer product a a^T":
             lambda a: torch.diag_embed(a),
     }
-    compare(fn, softmax_jacobian, _jacobian_cases(), "softmax_jacobian", mistakes,
+    return compare(fn, softmax_jacobian, _jacobian_cases(), "softmax_jacobian", mistakes,
             describe=lambda a: f"a of shape {tuple(a[0].shape)}")
 
 
@@ -77,4 +77,5 @@ register_question(
     "deviation of about 0.03, so every weight is close to 1/T. Nothing saturates, but the softmax "
     "cannot focus either: the opposite failure. 1/sqrt(d) is the scale that keeps the variance at 1.",
     choices=["saturated", "near-uniform", "unchanged"],
+    hint='what is the standard deviation of q . k / d when q . k has variance d?'
 )

@@ -27,10 +27,11 @@ def _cases():
         case((5,), 8, 6, 4),  # a batch of inputs
         case((1,), 1, 1, 1),  # one slot, width 1
         case((7,), 32, 16, 16),  # the chapter's sizes
+        case((2, 3, 4), 5, 3, 2),  # three batch dimensions: the contract is (..., d)
     ]
 
 
-def check_ffn_as_slots(fn) -> None:
+def check_ffn_as_slots(fn):
     """Check ``fn(x, W_in, b_in, W_out, b_out) -> (..., d_out)`` computes ``sum_u relu(k_u . x + b_u) v_u + b_out``.
 
     x: (..., d), W_in: (m, d) (rows are keys), b_in: (m,), W_out: (d_out, m) (columns
@@ -48,7 +49,7 @@ def check_ffn_as_slots(fn) -> None:
         "the ReLU is missing: negative slot scores must not count":
             lambda x, Wi, bi, Wo, bo: (x @ Wi.T + bi) @ Wo.T + bo,
     }
-    compare(fn, _reference, _cases(), "ffn_as_slots", mistakes,
+    return compare(fn, _reference, _cases(), "ffn_as_slots", mistakes,
             describe=lambda a: f"x {tuple(a[0].shape)}, W_in {tuple(a[1].shape)}, W_out {tuple(a[3].shape)}")
 
 

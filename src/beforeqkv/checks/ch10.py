@@ -29,7 +29,7 @@ def _pool_cases():
     ]
 
 
-def check_mean_pool(fn) -> None:
+def check_mean_pool(fn):
     """Check ``fn(h, mask) -> (B, d)``: the mean of ``h`` (B, T, d) over the real tokens.
 
     mask: (B, T) bool, True = a real token (every row has at least one). Chapter 10.
@@ -42,11 +42,11 @@ def check_mean_pool(fn) -> None:
         "you summed the real tokens but did not divide by how many there are":
             lambda h, m: (h * m.unsqueeze(-1)).sum(1),
         "the mask is the wrong way round: True marks the real tokens, False the padding":
-            lambda h, m: (h * (~m).unsqueeze(-1)).sum(1) / (~m).sum(1, keepdim=True).clamp(min=1),
+            lambda h, m: (h * (~m).unsqueeze(-1)).sum(1) / (~m).sum(1, keepdim=True),
         "mean pooling alone does not normalise: encode() divides by the norm afterwards":
             lambda h, m: F.normalize(_mean_pool(h, m), dim=-1),
     }
-    compare(fn, _mean_pool, _pool_cases(), "mean_pool", mistakes,
+    return compare(fn, _mean_pool, _pool_cases(), "mean_pool", mistakes,
             describe=lambda a: f"h {tuple(a[0].shape)}, real tokens per row {a[1].sum(1).tolist()}")
 
 
@@ -70,7 +70,7 @@ def _norm_cases():
     ]
 
 
-def check_post_norm(fn) -> None:
+def check_post_norm(fn):
     """Check ``fn(x, fx, weight, bias, eps)`` computes the post-norm sublayer ``LN(x + f(x))``.
 
     x, fx: (..., d), the sublayer's input and output; weight, bias: (d,), the LayerNorm's
@@ -94,7 +94,7 @@ def check_post_norm(fn) -> None:
         "the LayerNorm's learned gain (weight) and shift (bias) are missing":
             lambda x, fx, w, b, e: layer_norm(x + fx, torch.ones_like(w), torch.zeros_like(b), e),
     }
-    compare(fn, _post_norm, _norm_cases(), "post_norm", mistakes,
+    return compare(fn, _post_norm, _norm_cases(), "post_norm", mistakes,
             describe=lambda a: f"x {tuple(a[0].shape)}, eps {a[4]:g}")
 
 

@@ -18,7 +18,7 @@ def _rmsnorm(x, weight, eps):
     return x * (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt() * weight  # (..., d)
 
 
-def check_rmsnorm(fn) -> None:
+def check_rmsnorm(fn):
     """Check ``fn(x, weight, eps) -> x / sqrt(mean(x^2) + eps) * weight`` over the last axis.
 
     x: (..., d), weight: (d,), eps: float. Chapter 11 (LayerNorm: chapter 8).
@@ -43,7 +43,7 @@ def check_rmsnorm(fn) -> None:
         "the mean is over the last axis (the features of one position), not over the whole tensor":
             lambda x, w, e: x * (x.pow(2).mean() + e).rsqrt() * w,
     }
-    compare(fn, _rmsnorm, cases, "rmsnorm", mistakes,
+    return compare(fn, _rmsnorm, cases, "rmsnorm", mistakes,
             describe=lambda a: f"x {tuple(a[0].shape)}, eps={a[2]}")
 
 
@@ -65,7 +65,7 @@ def _rotary_wrong(q, base, *, pairs=False, sign=1.0, start=0, step=2):
     return torch.cat([a * c - b * s, a * s + b * c], -1)
 
 
-def check_rotary(fn) -> None:
+def check_rotary(fn):
     """Check ``fn(q, base) -> q`` rotated by rotary positions 0..T-1 (rotate-half layout).
 
     q: (..., T, d_head) with d_head even; pair ``(q_i, q_{i + d_head/2})`` at position t
@@ -84,7 +84,7 @@ def check_rotary(fn) -> None:
         "the frequencies are base^(-2i/d_head) for i = 0 .. d_head/2 - 1":
             lambda q, b: _rotary_wrong(q, b, step=1),
     }
-    compare(fn, _rotary, cases, "rotary", mistakes, atol=1e-4,
+    return compare(fn, _rotary, cases, "rotary", mistakes, atol=1e-4,
             describe=lambda a: f"q {tuple(a[0].shape)}, base={a[1]}")
 
 
@@ -116,7 +116,7 @@ def _blocks():
     return out
 
 
-def check_q4_1_block(fn) -> None:
+def check_q4_1_block(fn):
     """Check ``fn(block) -> (32,)`` float32 dequantises one Q4_1 block.
 
     block: (20,) uint8 = fp16 ``d``, fp16 ``m``, 16 bytes of packed 4-bit ``q``;
@@ -134,7 +134,7 @@ def check_q4_1_block(fn) -> None:
         "the scale d comes first in the block, then the minimum m":
             lambda b: _q4_1_wrong(b, swap=True),
     }
-    compare(fn, _q4_1, _blocks(), "q4_1_block", mistakes, atol=1e-6,
+    return compare(fn, _q4_1, _blocks(), "q4_1_block", mistakes, atol=1e-6,
             describe=lambda a: f"block {a[0][:4].view(torch.float16).tolist()} (d, m)")
 
 

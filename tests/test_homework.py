@@ -1,0 +1,242 @@
+"""Proofs for the homework: nothing to copy, nothing raw, Run All never stops, grades are right.
+
+The fast proofs run everywhere. Those on the release notebooks need them built with
+nbgrader: set ``BEFOREQKV_ASSIGNMENTS=dist/assignments`` after ``make assignments`` (CI
+does; then a missing folder fails), or have nbgrader importable; otherwise they skip.
+The execution proofs use chapter 3, the shortest chapter.
+"""
+import os
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from _book import BOOK, CHAPTERS, ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import assignments  # noqa: E402
+import export_reader  # noqa: E402
+import student  # noqa: E402
+import teachers  # noqa: E402
+
+SMALL = BOOK / "03_red_connections.ipynb"
+BIB = export_reader.bib_entries(BOOK / "references.bib")
+
+
+def _glue_names(nb):
+    """The names the prose reads (stand-ins for an executed run's values in the fast proofs)."""
+    return {m.group(1) for c in nb.cells if c.cell_type == "markdown"
+            for m in re.finditer(r"\{glue:?\w*\}`(\w+)", c.source)}
+
+
+def _fake_values(nb):
+    return {name: 0.5 for name in _glue_names(nb)}
+
+
+def _solution_lines(nb):
+    """Every non-trivial line inside a solution block or a model answer of the instructor's notebook."""
+    lines = set()
+    for cell in nb.cells:
+        for m in student.BLOCK.finditer(cell.source):
+            lines |= {ln.strip() for ln in m.group(2).splitlines()}
+        for m in assignments.DETAILS.finditer(cell.source):
+            lines |= {ln.strip() for ln in m.group(1).splitlines()}
+    return {ln for ln in lines if len(ln) > 12 and not ln.startswith("#")}
+
+
+def _visible_lines(nb):
+    return {ln.strip() for c in nb.cells for ln in c.source.splitlines()}
+
+
+# ---------------------------------------------------------------- fast proofs
+def test_every_exercise_heading_has_difficulty_time_and_what_it_checks():
+    for path in CHAPTERS:
+        source = assignments.source_version(nbformat.read(path, as_version=4))
+        for cell in source.cells:
+            if assignments.HEADING.match(cell.source or ""):
+                meta = cell.metadata.get("exercise", {})
+                assert meta.get("difficulty") in (1, 2, 3) and meta.get("minutes", 0) > 0, (path.name, cell.source[:60])
+                assert meta.get("checks") and isinstance(meta.get("exam"), bool), (path.name, cell.source[:60])
+
+
+def test_every_check_is_a_graded_cell_right_after_its_answer():
+    for path in CHAPTERS:
+        source = assignments.source_version(nbformat.read(path, as_version=4))
+        graded = [c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        checks_ = [c for c in source.cells if "checks.check_" in c.source]
+        assert checks_ and all(c.metadata["nbgrader"]["grade"] for c in checks_), path.name
+        assert all(assignments.GRADING_ON in c.source for c in checks_), path.name
+        ids = [c.metadata["nbgrader"]["grade_id"] for c in source.cells if "nbgrader" in c.metadata]
+        assert len(ids) == len(set(ids)), path.name
+        assert len(graded) >= 3, path.name
+
+
+def test_student_versions_hold_no_line_of_a_solution_or_model_answer():
+    for path in CHAPTERS:
+        nb = nbformat.read(path, as_version=4)
+        leaked = _solution_lines(nb) & _visible_lines(student.student_version(nb))
+        assert not leaked, (path.name, leaked)
+
+
+def test_reader_markdown_has_no_raw_myst():
+    text = ("(sec-x)=\n## Title\nWe reach {glue:text}`acc:.2f` as {footcite:t}`vaswani2017attention` "
+            "showed {footcite:p}`hochreiter1997lstm`; see {ref}`the scale <sec-x>`.\n\n"
+            "```{note}\nA note.\n```\n\n## References\n```{footbibliography}\n```\n")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
+    out = export_reader.reader_notebook(nb, {"acc": 0.91234}, BIB).cells[0].source
+    assert export_reader.has_raw_myst(out) == [], out
+    assert "We reach 0.91 as Vaswani et al. (2017) showed (Hochreiter and Schmidhuber, 1997)" in out
+    assert "see the scale." in out and "> **Note**" in out and "- Vaswani, Ashish" in out
+
+
+def test_a_missing_glue_value_is_an_error_not_a_silent_gap():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("{glue:text}`nope:.2f`")])
+    with pytest.raises(export_reader.MissingGlue):
+        export_reader.reader_notebook(nb, {}, BIB)
+
+
+def test_no_chapter_keeps_raw_myst_in_its_reader_version():
+    for path in CHAPTERS:
+        nb = nbformat.read(path, as_version=4)
+        reader = export_reader.reader_notebook(nb, _fake_values(nb), BIB)
+        raw = [r for c in reader.cells if c.cell_type == "markdown" for r in export_reader.has_raw_myst(c.source)]
+        assert not raw, (path.name, raw[:3])
+
+
+def test_glue_values_are_read_from_an_executed_notebook(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("glue('x', 0.25)")
+    cell.outputs = [nbformat.v4.new_output("display_data", {"text/plain": "0.25"},
+                                           metadata={"scrapbook": {"name": "x", "mime_prefix": ""}})]
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "run.ipynb")
+    assert export_reader.glue_values(tmp_path / "run.ipynb") == {"x": 0.25}
+
+
+def test_teachers_page_is_generated_from_the_notebooks():
+    assert teachers.main(["--check", str(BOOK), str(BOOK / "teachers.md")]) == 0, "run `make teachers`"
+
+
+# ---------------------------------------------------------------- release notebooks (nbgrader)
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """chapter name -> (source, release) notebooks."""
+    folder = os.environ.get("BEFOREQKV_ASSIGNMENTS")
+    if folder:
+        folder = Path(folder)
+        assert folder.is_dir(), f"{folder} is missing: run `make assignments`"
+        return {p.name: (nbformat.read(folder / "source" / p.name, as_version=4),
+                         nbformat.read(folder / p.name, as_version=4)) for p in CHAPTERS}
+    pytest.importorskip("nbgrader", reason="needs nbgrader (make assignments) or BEFOREQKV_ASSIGNMENTS")
+    out = {}
+    for p in CHAPTERS:
+        nb = nbformat.read(p, as_version=4)
+        source = assignments.source_version(nb, _fake_values(nb), BIB)
+        out[p.name] = (source, assignments.release_version(source))
+    return out
+
+
+def test_release_notebooks_hold_no_solution_and_no_raw_myst(released):
+    for path in CHAPTERS:
+        _, release = released[path.name]
+        nb = nbformat.read(path, as_version=4)
+        leaked = _solution_lines(nb) & _visible_lines(release)
+        assert not leaked, (path.name, leaked)
+        text = "\n".join(c.source for c in release.cells)
+        assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text and "BEFOREQKV_GRADING" not in text
+        raw = [r for c in release.cells if c.cell_type == "markdown" for r in export_reader.has_raw_myst(c.source)]
+        assert not raw, (path.name, raw[:3])
+        assert all(not c.get("outputs") for c in release.cells if c.cell_type == "code")
+
+
+def test_release_predictions_are_ellipses_and_functions_raise(released):
+    for path in CHAPTERS:
+        _, release = released[path.name]
+        answers = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("solution")]
+        kinds = {("..." in c.source, "NotImplementedError" in c.source, c.cell_type) for c in answers}
+        assert all(e or r or t == "markdown" for e, r, t in kinds), (path.name, kinds)
+        for c in answers:
+            if c.cell_type == "code" and "def " not in c.source:
+                assert re.fullmatch(r"\w+ = \.\.\.  # your answer", c.source), c.source
+
+
+# ---------------------------------------------------------------- execution proofs (chapter 3)
+@pytest.fixture(scope="module")
+def small(released, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hw")
+    source, release = released[SMALL.name]
+    nbformat.write(source, folder / "instructor.ipynb")
+    nbformat.write(release, folder / "student.ipynb")
+    return folder
+
+
+def _run(path, monkeypatch, graded):
+    from beforeqkv import grade
+    if graded:
+        return grade.execute(path, timeout=300)
+    from nbclient import NotebookClient
+    monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
+    monkeypatch.delenv("BEFOREQKV_CHECKS", raising=False)
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(BOOK)}}).execute()
+    return nb
+
+
+def test_an_untouched_student_notebook_runs_to_the_end_under_run_all(small, monkeypatch):
+    nb = _run(small / "student.ipynb", monkeypatch, graded=False)  # raises on the first error
+    out = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "\u2717" in out and "replace the `...`" in out and "YOUR CODE HERE" in out
+
+
+def test_an_untouched_student_notebook_grades_zero(small, monkeypatch):
+    from beforeqkv import grade
+    rows = grade.score(_run(small / "student.ipynb", monkeypatch, graded=True))
+    auto = [r for r in rows if r["kind"] != "open"]
+    assert auto and sum(r["score"] for r in rows) == 0
+    assert all(r["status"] == "unanswered" for r in rows if r["kind"] == "open")
+
+
+def test_the_instructor_notebook_grades_full_marks(small, monkeypatch):
+    from beforeqkv import grade
+    rows = grade.score(_run(small / "instructor.ipynb", monkeypatch, graded=True))
+    auto = [r for r in rows if r["kind"] != "open"]
+    assert auto and all(r["score"] == r["points"] for r in auto), grade.table(rows)
+
+
+@pytest.mark.parametrize("with_solution_block", [True, False])
+def test_in_a_kernel_a_failed_check_raises_only_in_the_instructors_notebook(with_solution_block, monkeypatch):
+    """The instructor's notebook (solution block present) fails loudly; the student's runs on."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
+    monkeypatch.delenv("BEFOREQKV_CHECKS", raising=False)
+    begin, end = ("### BEGIN" + " SOLUTION", "### END" + " SOLUTION") if with_solution_block else ("", "")
+    body = f"    {begin}\n    return torch.ones(T, T).triu(1).bool()  # True = blocked\n    {end}\n"
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(f"import torch\nfrom beforeqkv import checks\n\ndef my_mask(T):\n{body}"),
+        nbformat.v4.new_code_cell("checks.check_causal_mask(my_mask)"),
+        nbformat.v4.new_code_cell(f"{begin}\nanswer = 2\n{end}\nchecks.check_prediction('ch6_one_head_routings', answer)"),
+        nbformat.v4.new_code_cell("print('the end')"),
+    ])
+    client = NotebookClient(nb, timeout=120, kernel_name="python3")
+    if with_solution_block:
+        with pytest.raises(CellExecutionError, match="BLOCKED"):
+            client.execute()
+        return
+    client.execute()
+    outs = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
+    assert outs[1].startswith("\u2717") and "BLOCKED" in outs[1] and "Traceback" not in outs[1]
+    assert outs[2].startswith("\u2717") and "not what the experiment shows" in outs[2]
+    assert outs[3] == "the end\n"
+
+
+def test_the_students_site_has_no_solution_and_no_model_answer():
+    site = ROOT / "_build" / "html-students" / "book"
+    if not site.is_dir():
+        pytest.skip("no students' site: run `make book-students`")
+    for path in CHAPTERS:
+        html = (site / f"{path.stem}.html").read_text(encoding="utf-8")
+        assert "Model answer" not in html and "BEGIN SOLUTION" not in html, path.name
+        assert "YOUR CODE HERE" in html and ": right." not in html, path.name

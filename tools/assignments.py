@@ -1,0 +1,197 @@
+"""Homework notebooks, made the way nbgrader makes them.
+
+    python tools/assignments.py book _exec/book dist/assignments
+
+For every chapter ``book/NN_*.ipynb`` (the instructor's notebook, solutions inside
+``### BEGIN/END SOLUTION``) this writes
+
+* ``dist/assignments/source/NN_*.ipynb``: the nbgrader *source* version. Markdown is
+  reader Markdown (no raw MyST, glued numbers from the executed run in ``_exec/book``);
+  every exercise cell carries nbgrader metadata: solution cells (the functions, the
+  predictions, an answer cell per open question holding its model answer), and the
+  check cells as autograder tests with points. A course using nbgrader copies these
+  into ``source/<assignment>/`` and runs ``nbgrader generate_assignment``.
+* ``dist/assignments/NN_*.ipynb``: the *release* version a student opens, produced
+  from the source with nbgrader's own preprocessors (LockCells, ClearSolutions,
+  ClearOutput, CheckCellMetadata, ComputeChecksums, ClearHiddenTests,
+  ClearMarkScheme): solution code becomes ``# YOUR CODE HERE`` +
+  ``raise NotImplementedError()`` inside the function the check calls, a prediction
+  becomes ``...``, an open question's model answer becomes an empty answer cell.
+
+Each check cell starts with a hidden test block (removed from the release) that sets
+``BEFOREQKV_GRADING=1``: when nbgrader's autograder restores the source's test cells,
+a failed check raises and loses its points; in the student's own Run All it only prints.
+Only ``source_version`` is needed without nbgrader; ``release_version`` imports it.
+"""
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import export_reader  # noqa: E402
+
+HEADING = re.compile(r"^### Exercise (\d+\.\d+) · (.*)$", re.M)
+DETAILS = re.compile(r"\n*<details>\s*<summary>\s*Model answer\s*</summary>\s*(.*?)</details>[ \t]*", re.S)
+BLOCK = re.compile(r"^[ \t]*### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*(\n|$)", re.S | re.M)
+PREDICTION = re.compile(r"^([ \t]*### BEGIN SOLUTION[^\n]*\n)([ \t]*)(\w+)\s*=\s*[^\n]+\n([ \t]*### END SOLUTION)",
+                        re.M)
+GRADING_ON = ("### BEGIN HIDDEN TESTS\n"
+              "import os; os.environ[\"BEFOREQKV_GRADING\"] = \"1\"  # autograding: a failed check raises\n"
+              "### END HIDDEN TESTS\n")
+POINTS = {"coding": 3, "prediction": 1, "open": 2}
+
+
+def _nbgrader(cell, grade_id: str, solution: bool, grade: bool, points: int | None = None, locked=False):
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution}
+    if grade:
+        meta["points"] = points
+    cell.metadata["nbgrader"] = meta
+    tags = [t for t in cell.metadata.get("tags", []) if t not in ("hide-cell", "hide-input", "hide-output")]
+    if tags:
+        cell.metadata["tags"] = tags
+    else:
+        cell.metadata.pop("tags", None)
+
+
+def _split_headings(nb):
+    """One markdown cell per exercise heading (a summary cell may hold the first ones)."""
+    cells = []
+    for cell in nb.cells:
+        starts = [m.start() for m in HEADING.finditer(cell.source)] if cell.cell_type == "markdown" else []
+        if not starts:
+            cells.append(cell)
+            continue
+        exercises = cell.metadata.get("exercises", {})
+        starts += [m.start() for m in re.finditer(r"^## ", cell.source, re.M) if m.start() > starts[0]]
+        bounds = sorted(set([0] + starts + [len(cell.source)]))
+        for a, b in zip(bounds, bounds[1:]):
+            if not cell.source[a:b].strip():
+                continue
+            part = nbformat.v4.new_markdown_cell(cell.source[a:b].strip("\n"))
+            m = HEADING.match(part.source)
+            if m and m.group(1) in exercises:
+                part.metadata["exercise"] = dict(exercises[m.group(1)], number=m.group(1), title=m.group(2))
+            cells.append(part)
+    nb.cells = cells
+
+
+def exercises(nb) -> list[dict]:
+    """The gradable exercises of a source version: grade id, kind, points, number, metadata."""
+    found, current = [], {}
+    for cell in nb.cells:
+        if "exercise" in cell.metadata:
+            current = cell.metadata["exercise"]
+        nbg, hw = cell.metadata.get("nbgrader", {}), cell.metadata.get("homework", {})
+        if nbg.get("grade"):
+            found.append({"grade_id": nbg["grade_id"], "points": nbg["points"], "kind": hw.get("kind", ""),
+                          "number": hw.get("exercise", ""), **{k: v for k, v in current.items() if k != "kind"}})
+    return found
+
+
+def source_version(nb, values: dict | None = None, bib: dict | None = None):
+    """The nbgrader source version of an instructor notebook (see the module docstring)."""
+    nb = copy.deepcopy(nb)
+    if values is not None:
+        export_reader.reader_notebook(nb, values, bib or {})
+    _split_headings(nb)
+    cells, number, i = [], None, 0
+    while i < len(nb.cells):
+        cell = nb.cells[i]
+        i += 1
+        if cell.cell_type == "markdown":
+            m = HEADING.match(cell.source)
+            if m:
+                number = m.group(1)
+            answer = DETAILS.search(cell.source)
+            cells.append(cell)
+            if answer and number:
+                cell.source = DETAILS.sub("", cell.source).rstrip()
+                cell.metadata.setdefault("exercise", {})["kind"] = "open"
+                gid = f"ex{number.replace('.', '_')}_answer"
+                ans = nbformat.v4.new_markdown_cell(
+                    f"### BEGIN SOLUTION\n{answer.group(1).strip()}\n### END SOLUTION")
+                _nbgrader(ans, gid, solution=True, grade=True, points=POINTS["open"])
+                ans.metadata["homework"] = {"kind": "open", "exercise": number}
+                cells.append(ans)
+            continue
+        if "### BEGIN SOLUTION" not in cell.source:
+            cells.append(cell)
+            continue
+        pred = re.search(r"checks\.check_prediction\(\s*[\"'](\w+)[\"']", cell.source)
+        if pred:  # answer and check share a cell in the book: split them
+            key = pred.group(1)
+            gid = f"ex{number.replace('.', '_')}" if number else key
+            end = BLOCK.search(cell.source).end()
+            answer = nbformat.v4.new_code_cell(cell.source[:end].rstrip("\n"))
+            test = nbformat.v4.new_code_cell(GRADING_ON + cell.source[end:].strip("\n"))
+            _nbgrader(answer, f"{gid}_prediction", solution=True, grade=False)
+            _nbgrader(test, f"{gid}_check", solution=False, grade=True, points=POINTS["prediction"], locked=True)
+            test.metadata["homework"] = {"kind": "prediction", "exercise": number or key}
+            cells += [answer, test]
+            continue
+        fn = re.search(r"def (\w+)\(", cell.source)
+        gid = f"ex{number.replace('.', '_')}" if number else (fn.group(1) if fn else f"cell{i}")
+        _nbgrader(cell, f"{gid}_code", solution=True, grade=False)
+        cells.append(cell)
+        while i < len(nb.cells) and nb.cells[i].cell_type == "code" and "checks.check_" not in nb.cells[i].source:
+            cells.append(nb.cells[i])
+            i += 1
+        if i < len(nb.cells) and "checks.check_" in nb.cells[i].source:
+            test = nb.cells[i]
+            i += 1
+            test.source = GRADING_ON + test.source
+            _nbgrader(test, f"{gid}_check", solution=False, grade=True, points=POINTS["coding"], locked=True)
+            test.metadata["homework"] = {"kind": "coding", "exercise": number or gid}
+            cells.append(test)
+    nb.cells = cells
+    for n, cell in enumerate(nb.cells):  # stable ids, so regenerating changes nothing
+        cell["id"] = f"cell-{n:03d}"
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    return nb
+
+
+def release_version(source):
+    """What a student opens: nbgrader's preprocessors applied to the source version."""
+    from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput,
+                                        ClearSolutions, ComputeChecksums, LockCells)
+    nb = copy.deepcopy(source)
+    predictions = {i: m.group(3) for i, cell in enumerate(nb.cells)
+                   if cell.cell_type == "code" and (m := PREDICTION.search(cell.source))}
+    resources = {}
+    steps = [LockCells(), ClearSolutions(enforce_metadata=False), ClearOutput(), CheckCellMetadata(),
+             ComputeChecksums(), ClearHiddenTests(), ClearMarkScheme()]
+    for step in steps:
+        nb, resources = step.preprocess(nb, resources)
+    for i, name in predictions.items():  # a prediction is a value: `name = ...`, which never raises
+        nb.cells[i].source = f"{name} = ...  # your answer"
+    nb, resources = ComputeChecksums().preprocess(nb, resources)
+    return CheckCellMetadata().preprocess(nb, resources)[0]
+
+
+def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assignments") -> int:
+    out = Path(dst)
+    (out / "source").mkdir(parents=True, exist_ok=True)
+    bib = export_reader.bib_entries(Path(src) / "references.bib")
+    for path in sorted(Path(src).glob("[0-9]*.ipynb")):
+        run = Path(executed) / path.name
+        if not run.exists():
+            print(f"{run} is missing: run `make execute` first", file=sys.stderr)
+            return 1
+        source = source_version(nbformat.read(path, as_version=4), export_reader.glue_values(run), bib)
+        nbformat.write(source, out / "source" / path.name)
+        nbformat.write(release_version(source), out / path.name)
+        n = len(exercises(source))
+        print(f"{path.name}: {n} graded cells, {sum(e['points'] for e in exercises(source))} points")
+    print(f"wrote assignments to {out}/ (nbgrader source versions in {out}/source/)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))

@@ -1,0 +1,183 @@
+"""Reader notebooks: the chapters as a reader opens them in Jupyter or Colab, no raw MyST.
+
+    python tools/export_reader.py book _exec/book dist/reader
+
+Generated from the one source notebook per chapter (``book/NN_*.ipynb``), never edited
+by hand: ``{glue:text}`name:fmt``` becomes the value of the book's executed run (read
+from the glue outputs of ``_exec/book/NN_*.ipynb``), ``{footcite:t}``/``{footcite:p}``
+become "Author (year)" / "(Author, year)" and the ``{footbibliography}`` directive a
+plain reference list, ``(label)=`` lines are dropped, other roles keep their text and
+other directives become plain Markdown. Outputs are cleared. The site keeps glue.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROLE = re.compile(r"\{([a-z][\w:-]*)\}`([^`]*)`")
+LABEL = re.compile(r"^\([\w:.-]+\)=[ \t]*\n?", re.M)
+DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                       re.M | re.S)
+ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso",
+               "admonition", "margin", "sidebar", "dropdown"}
+
+
+class MissingGlue(KeyError):
+    """A glue role names a value that the executed notebook does not hold."""
+
+
+def glue_values(executed: Path) -> dict[str, object]:
+    """name -> value for every ``glue(name, value)`` output of an executed notebook."""
+    values: dict[str, object] = {}
+    nb = nbformat.read(executed, as_version=4)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            meta = out.get("metadata", {}).get("scrapbook")
+            if not meta:
+                continue
+            text = out.get("data", {}).get("text/plain", "")
+            try:
+                values[meta["name"]] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                values[meta["name"]] = text.strip("'\"")
+    return values
+
+
+_ACCENTS = {'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", "c": "\u0327"}
+_LETTERS = {"L": "\u0141", "l": "\u0142", "o": "\u00f8", "O": "\u00d8", "ss": "\u00df", "aa": "\u00e5", "&": "&"}
+
+
+def _latex(text: str) -> str:
+    """BibTeX text as plain Unicode: {\\"u} -> u\u0308 (NFC: \u00fc), {\\L} -> \u0141, braces dropped."""
+    import unicodedata
+    text = re.sub(r"\\(ss|aa|[LlOo&])(?![a-zA-Z])", lambda m: _LETTERS[m.group(1)], text)
+    text = re.sub(r"\\([\"'`^~c])\s*\{?(\w)\}?", lambda m: m.group(2) + _ACCENTS[m.group(1)], text)
+    return unicodedata.normalize("NFC", text.replace("{", "").replace("}", "").replace("\\", ""))
+
+
+def bib_entries(bib: Path) -> dict[str, dict[str, str]]:
+    """key -> {author, title, year, ...} from a BibTeX file (enough for a reference list)."""
+    entries = {}
+    for m in re.finditer(r"@\w+\{([^,\s]+),(.*?)\n\}", bib.read_text(encoding="utf-8"), re.S):
+        fields = {f.group(1).lower(): _latex(f.group(2)).strip()
+                  for f in re.finditer(r"(\w+)\s*=\s*\{((?:[^{}]|\{[^{}]*\})*)\}", m.group(2))}
+        entries[m.group(1)] = fields
+    return entries
+
+
+def _surnames(author: str) -> str:
+    names = [a.split(",")[0].strip() if "," in a else a.strip().split()[-1] for a in author.split(" and ")]
+    if len(names) > 2:
+        return f"{names[0]} et al."
+    return " and ".join(names)
+
+
+def _cite(keys: str, bib: dict, textual: bool, cited: list) -> str:
+    parts = []
+    for key in (k.strip() for k in keys.split(",")):
+        e = bib.get(key, {})
+        if key not in cited:
+            cited.append(key)
+        who, year = _surnames(e.get("author", key)), e.get("year", "n.d.")
+        parts.append(f"{who} ({year})" if textual else f"{who}, {year}")
+    return "; ".join(parts) if textual else "(" + "; ".join(parts) + ")"
+
+
+def _glue(content: str, values: dict) -> str:
+    name, _, spec = content.partition(":")
+    if name not in values:
+        raise MissingGlue(name)
+    value = values[name]
+    try:
+        return format(value, spec) if spec else str(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def _reference_list(cited: list, bib: dict) -> str:
+    lines = []
+    for key in cited:
+        e = bib.get(key, {})
+        venue = e.get("journal") or e.get("booktitle") or e.get("publisher") or e.get("howpublished", "")
+        lines.append(f"- {e.get('author', key).replace(' and ', ', ')} ({e.get('year', 'n.d.')}). "
+                     f"*{e.get('title', key)}*." + (f" {venue}." if venue else ""))
+    return "\n".join(lines) if lines else "(no references cited in this chapter)"
+
+
+def _directive(m: re.Match, bib: dict, cited: list) -> str:
+    name, arg, body = m.group("name"), m.group("arg").strip(), m.group("body")
+    body = "\n".join(line for line in body.splitlines() if not re.match(r"^:[\w-]+:", line))  # options
+    if name == "footbibliography":
+        return "\0REFERENCES\0"
+    if name == "math":
+        return f"$$\n{body.strip()}\n$$"
+    if name in ("figure", "image"):
+        return f"![{body.strip()}]({arg})"
+    if name in ADMONITIONS:
+        title = arg or name.capitalize()
+        return "\n".join([f"> **{title}**", ">"] + [f"> {line}" if line else ">" for line in body.strip().splitlines()])
+    return body.strip()
+
+
+def reader_markdown(text: str, values: dict, bib: dict, cited: list) -> str:
+    """One markdown cell without MyST syntax; ``cited`` collects the citation keys in order."""
+    text = LABEL.sub("", text)
+
+    def role(m: re.Match) -> str:
+        kind, content = m.group(1), m.group(2)
+        if kind.startswith("glue"):
+            return _glue(content, values)
+        if kind.startswith("footcite") or kind.startswith("cite"):
+            return _cite(content, bib, textual=kind.endswith(":t"), cited=cited)
+        if kind == "math":
+            return f"${content}$"
+        target = re.match(r"(.*?)\s*<[^>]*>$", content)
+        return target.group(1) if target else content  # {ref}`text <label>` -> text
+
+    text = ROLE.sub(role, text)
+    return DIRECTIVE.sub(lambda m: _directive(m, bib, cited), text)
+
+
+def reader_notebook(nb, values: dict, bib: dict):
+    """The notebook with every markdown cell in plain Markdown and outputs cleared."""
+    cited: list = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = reader_markdown(cell.source, values, bib, cited)
+        else:
+            cell.outputs, cell.execution_count = [], None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and "\0REFERENCES\0" in cell.source:
+            cell.source = cell.source.replace("\0REFERENCES\0", _reference_list(cited, bib))
+    return nb
+
+
+def has_raw_myst(text: str) -> list[str]:
+    """The raw MyST constructs left in a markdown text (empty when clean)."""
+    found = [m.group(0) for m in ROLE.finditer(text)]
+    found += [m.group(0) for m in LABEL.finditer(text)]
+    found += re.findall(r"^(?:`{3,}|:{3,})\{[\w-]+\}.*$", text, re.M)
+    return found
+
+
+def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reader") -> int:
+    out = Path(dst)
+    out.mkdir(parents=True, exist_ok=True)
+    bib = bib_entries(Path(src) / "references.bib")
+    for path in sorted(Path(src).glob("[0-9]*.ipynb")):
+        run = Path(executed) / path.name
+        if not run.exists():
+            print(f"{run} is missing: run `make execute` first", file=sys.stderr)
+            return 1
+        nb = reader_notebook(nbformat.read(path, as_version=4), glue_values(run), bib)
+        nbformat.write(nb, out / path.name)
+    print(f"wrote reader notebooks to {out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
