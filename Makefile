@@ -61,7 +61,7 @@ vendor:
 site: $(STAMP) vendor
 	@test -d $(EXEC)/book || { echo "no executed notebooks: run 'make execute' first"; exit 1; }
 	@cp _config.yml _toc.yml $(EXEC)/ && cp book/*.md book/*.bib $(EXEC)/book/
-	@rm -rf $(EXEC)/book/_static && cp -r book/_static $(EXEC)/book/_static
+	@rm -rf $(EXEC)/book/_static $(EXEC)/_ext && cp -r book/_static $(EXEC)/book/_static && cp -r _ext $(EXEC)/_ext
 	@cp -r _build/vendor/mathjax $(EXEC)/book/_static/mathjax
 	@rm -rf _build/html
 	$(BIN)/jupyter-book build $(EXEC) --path-output . $(JB_FLAGS)

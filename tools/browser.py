@@ -289,8 +289,10 @@ def _problems(events, base):
 def check_site(html_dir, shots_dir=None, pages=None):
     """Visit every page (or ``pages``, paths relative to html_dir); return {page: report}."""
     html_dir = Path(html_dir)
-    pages = pages or sorted(str(p.relative_to(html_dir)) for p in html_dir.rglob("*.html")
-                            if not p.relative_to(html_dir).parts[0].startswith("_"))
+    pages = pages or sorted(  # every page but redirects (the root index.html)
+        str(p.relative_to(html_dir)) for p in html_dir.rglob("*.html")
+        if not p.relative_to(html_dir).parts[0].startswith("_")
+        and "http-equiv=\"refresh\"" not in p.read_text(encoding="utf-8", errors="replace")[:2000].lower())
     if shots_dir:
         Path(shots_dir).mkdir(parents=True, exist_ok=True)
     server, base = serve(html_dir)
@@ -299,6 +301,7 @@ def check_site(html_dir, shots_dir=None, pages=None):
     try:
         for page in pages:
             stem = page[:-5].replace("/", "_")
+            print(f"browser: {page}", file=sys.stderr, flush=True)
             t0 = time.monotonic()
             browser.viewport(DESKTOP)
             browser.goto(f"{base}/{page}")
