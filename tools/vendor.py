@@ -32,8 +32,13 @@ PINS = {
 REGISTRY = "https://registry.npmjs.org"
 
 
+def integrity_of(data: bytes) -> str:
+    """npm's "integrity" string (Subresource Integrity, sha512) of some bytes."""
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
 def integrity(path: Path) -> str:
-    return "sha512-" + base64.b64encode(hashlib.sha512(path.read_bytes()).digest()).decode()
+    return integrity_of(path.read_bytes())
 
 
 def fetch(name: str, version: str, expected: str, dest: Path) -> Path:
@@ -77,7 +82,7 @@ def main(dest: str) -> int:
     for name, (version, expected, keep) in PINS.items():
         tgz = fetch(name, version, expected, root)
         out = root / name
-        stamp = out / ".version"
+        stamp = out / "VERSION"   # copied into the site: which release it serves
         if stamp.exists() and stamp.read_text() == f"{version} {expected}":
             continue
         n = unpack(tgz, keep, out)
