@@ -44,16 +44,18 @@ def test_a_chapter_alone_installs_the_book_and_runs_as_on_colab(tmp_path, wheel)
     name = os.environ.get("BEFOREQKV_COLAB_CHAPTER", CHAPTERS[0].name)
     chapter = ROOT / "book" / name
     venv, folder = tmp_path / "colab", tmp_path / "content"
-    run([sys.executable, "-m", "venv", str(venv)])         # no --system-site-packages
-    py = venv / "bin" / "python"
-    run([str(py), "-m", "pip", "install", "-q", *COLAB_HAS])
-    probe = run([str(py), "-c", "import importlib.util as u; print(u.find_spec('beforeqkv'))"])
-    assert probe.stdout.strip() == "None", "the bare venv must not see beforeqkv"
-    folder.mkdir()
-    shutil.copy(chapter, folder / name)
+    # nothing of this checkout leaks in: no PYTHONPATH, no BEFOREQKV_* (live explorers, as on Colab)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "BEFOREQKV_", "VIRTUAL_ENV"))}
     env.update(PIP_FIND_LINKS=str(wheel.parent), BEFOREQKV_PROGRESS="0",
                PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    run([sys.executable, "-m", "venv", str(venv)], env=env)   # no --system-site-packages
+    py = venv / "bin" / "python"
+    run([str(py), "-m", "pip", "install", "-q", *COLAB_HAS], env=env)
+    probe = run([str(py), "-c", "import importlib.util as u; print(u.find_spec('beforeqkv'))"],
+                env=env, cwd=tmp_path)
+    assert probe.stdout.strip() == "None", "the bare venv must not see beforeqkv"
+    folder.mkdir()
+    shutil.copy(chapter, folder / name)
     script = (
         "import nbformat, nbclient, sys\n"
         f"nb = nbformat.read({name!r}, as_version=4)\n"

@@ -61,6 +61,15 @@ def test_explorer_is_a_static_component_when_the_book_is_built(monkeypatch):
     assert "bqkv-explorer" in ui._repr_html_()
 
 
+def test_a_build_can_change_the_budget_but_not_to_nonsense(monkeypatch):
+    monkeypatch.setenv(widgets.MODE_ENV, "static")
+    monkeypatch.setenv(widgets.MAX_ENV, "2")
+    assert len(widgets.explorer(labelled, n=(1, 9, 1)).frames) == 2
+    monkeypatch.setenv(widgets.MAX_ENV, "many")
+    with pytest.raises(ValueError, match="positive integer"):
+        widgets.explorer(labelled, n=(1, 9, 1))
+
+
 def test_every_static_frame_is_the_figure_of_the_setting_its_controls_show():
     ui = widgets.static_explorer(labelled, dict(n=(1, 3, 1), kind=["a", "b"], scaled=False), 100)
     assert ui.sizes == [3, 2, 2] and len(ui.frames) == 12 and len(ui.images) == 12

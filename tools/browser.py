@@ -140,12 +140,13 @@ class Chromium:
         self.wait_event("Page.loadEventFired", timeout)
 
     def screenshot(self, path, clip=None):
+        beyond = clip is None                 # a whole page; an element is scrolled into view
         if clip is None:
             h = min(int(self.js("document.documentElement.scrollHeight")), MAX_SHOT_HEIGHT)
             w = int(self.js("document.documentElement.clientWidth"))
             clip = {"x": 0, "y": 0, "width": w, "height": h, "scale": 1}
         shot = self.call("Page.captureScreenshot", session=True, timeout=120, format="png",
-                         captureBeyondViewport=True, clip=clip)
+                         captureBeyondViewport=beyond, clip=clip)
         Path(path).write_bytes(base64.b64decode(shot["data"]))
 
     def close(self):
@@ -311,9 +312,9 @@ def check_site(html_dir, shots_dir=None, pages=None):
             if shots_dir:
                 browser.screenshot(Path(shots_dir) / f"{stem}-desktop.png")
                 for i, _ in enumerate(r["explore"]):
-                    rect = browser.js(f"(() => {{const b = document.querySelectorAll('.bqkv-explorer')"
-                                      f"[{i}].getBoundingClientRect(); return [b.x, b.y + scrollY, "
-                                      f"b.width, b.height]}})()")
+                    rect = browser.js(f"(() => {{const e = document.querySelectorAll('.bqkv-explorer')"
+                                      f"[{i}]; e.scrollIntoView(); const b = e.getBoundingClientRect();"
+                                      f" return [b.x, b.y + scrollY, b.width, b.height]}})()")
                     browser.screenshot(Path(shots_dir) / f"{stem}-explorer{i + 1}.png",
                                        clip=dict(zip(("x", "y", "width", "height"), rect), scale=1))
             problems = _problems(browser.events, base)

@@ -7,8 +7,10 @@ call instead draws a bounded grid of control settings once and returns a
 self-contained HTML component (inline PNGs, a few lines of plain JavaScript, no kernel,
 no CDN) whose controls swap those figures. A control offers only the values that were
 drawn, so it can never show a setting the figure was not drawn with. At most
-``MAX_FIGURES`` settings are drawn per explorer (a chapter may raise it before the
-call); the component names the values it offers.
+``MAX_FIGURES`` settings are drawn per explorer (a chapter may change it before the
+call; ``BEFOREQKV_EXPLORER_MAX_FIGURES`` overrides it for a whole build); the component
+names the values it offers. This costs build time only: a reader's kernel never draws
+the grid.
 """
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ from typing import Callable
 
 from ._explorer_static import StaticExplorer, _check, _figure_or_raise
 
-__all__ = ["explorer", "static_explorer", "StaticExplorer", "MAX_FIGURES", "MODE_ENV"]
+__all__ = ["explorer", "static_explorer", "StaticExplorer", "MAX_FIGURES", "MODE_ENV", "MAX_ENV"]
 
 MODE_ENV = "BEFOREQKV_EXPLORERS"      # "live" (default) or "static" (the site build)
-MAX_FIGURES = 36                      # the most settings a static explorer draws
+MAX_ENV = "BEFOREQKV_EXPLORER_MAX_FIGURES"   # overrides MAX_FIGURES for a whole build
+MAX_FIGURES = 24                      # the most settings a static explorer draws (build time only)
 
 
 def _ipywidgets():
@@ -47,7 +50,10 @@ def explorer(plot_fn: Callable, **controls):
     _check(plot_fn, controls)
     mode = os.environ.get(MODE_ENV, "live").strip().lower() or "live"
     if mode == "static":
-        return static_explorer(plot_fn, controls, MAX_FIGURES)
+        budget = os.environ.get(MAX_ENV, "").strip()
+        if budget and not budget.isdigit():
+            raise ValueError(f"{MAX_ENV}={budget!r}: use a positive integer")
+        return static_explorer(plot_fn, controls, int(budget) if budget else MAX_FIGURES)
     if mode != "live":
         raise ValueError(f"{MODE_ENV}={mode!r}: use 'live' or 'static'")
     w = _ipywidgets()
