@@ -84,7 +84,8 @@ dist:
 # Colab, simulated: a bare venv (torch, numpy, matplotlib, ipywidgets), one chapter alone in
 # an empty folder, its hidden bootstrap cell installing beforeqkv from dist/ (--find-links).
 test-colab: $(STAMP) dist
-	$(BIN)/python -m pytest tests/test_colab.py -q -p no:cacheprovider --run-colab \
+	TORCH_INDEX=$(TORCH_INDEX) TORCH_VERSION=$(TORCH_VERSION) \
+	  $(BIN)/python -m pytest tests/test_colab.py -q -p no:cacheprovider --run-colab \
 	  --junitxml=_build/junit-colab.xml
 
 book: execute site

@@ -50,7 +50,10 @@ def test_a_chapter_alone_installs_the_book_and_runs_as_on_colab(tmp_path, wheel)
                PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
     run([sys.executable, "-m", "venv", str(venv)], env=env)   # no --system-site-packages
     py = venv / "bin" / "python"
-    run([str(py), "-m", "pip", "install", "-q", *COLAB_HAS], env=env)
+    # a CPU torch (as `make install`): PyPI's default torch is a multi-GB CUDA build
+    index = os.environ.get("TORCH_INDEX")
+    extra = ["--retries", "0", "--timeout", "30", "--extra-index-url", index] if index else []
+    run([str(py), "-m", "pip", "install", "-q", *extra, *COLAB_HAS], env=env)
     probe = run([str(py), "-c", "import importlib.util as u; print(u.find_spec('beforeqkv'))"],
                 env=env, cwd=tmp_path)
     assert probe.stdout.strip() == "None", "the bare venv must not see beforeqkv"
