@@ -108,3 +108,31 @@ def test_code_cells_fit_the_column_at_1280_px(report):
     if limit is None and count:
         pytest.xfail(f"{count} code cells wider than the column at 1280 px: {summary}")
     assert count <= int(limit or 0), f"{count} code cells wider than the column: {summary}"
+
+
+def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
+    """A page with a frozen explorer, raw TeX, a broken image, a CDN script and an overflowing
+    code cell: the check must report every one of them (and a good explorer as good)."""
+    if not browser.find_chromium():
+        if request.config.getoption("--require-site"):
+            pytest.fail("no Chromium: apt-get install -y chromium")
+        pytest.skip("no Chromium")
+    from beforeqkv import plot, widgets
+
+    def draw(n=1):
+        return plot.lines([0, 1], {"y": [0, n]}, title=f"n = {n}", figsize=(3, 2))
+
+    good = widgets.static_explorer(draw, dict(n=(1, 3, 1)), 10)._repr_html_()
+    frozen = good.replace("img.src = d.images", "void d.images").replace(good[good.index("bqkv-explorer-"):][:26], "bqkv-explorer-frozen")
+    (tmp_path / "page.html").write_text(
+        "<html><head><script src='https://cdn.example.org/x.js'></script></head><body>"
+        "<p>raw $$x^2$$ here</p><img src='missing.png'>"
+        "<div class='cell'><div class='cell_input'><pre style='width:200px;overflow:auto'>"
+        + "x = 1  # " + "long " * 40 + "</pre></div></div>" + good + frozen + "</body></html>")
+    r = browser.check_site(tmp_path, None, ["page.html"])["page.html"]
+    assert any("cdn.example.org" in p or "ERR_NAME_NOT_RESOLVED" in p for p in r["problems"])
+    assert r["raw_tex"] and any(not i["ok"] for i in r["images"])
+    assert len(r["overflowing_code"]) == 1
+    good_report, frozen_report = r["explore"]
+    assert good_report["controls"][0]["changed"] == 2 and good_report["controls"][0]["consistent"]
+    assert frozen_report["controls"][0]["changed"] == 0
