@@ -4,6 +4,9 @@
 #   make bench  time every chapter (budget: 60 s each on a 2-core CPU)
 #   make bench-attention  time attention (teaching, fast, torch) -> _build/bench/attention.csv
 #   make gpu-check  on a CUDA machine: unit tests, every chapter and both benchmarks on the GPU
+#   make test-site  open every built page in headless Chromium, offline (after make book)
+#   make dist   build the wheel and sdist into dist/ and check them with twine
+#   make test-colab  simulate Colab: bare venv, one chapter alone, install from dist/
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
@@ -18,7 +21,7 @@ JB_FLAGS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export BEFOREQKV_PROGRESS ?= 0
 
-.PHONY: install book test unit execute site bench bench-attention gpu-check student strip clean help
+.PHONY: install book test unit execute site bench bench-attention gpu-check student strip clean help vendor test-site dist test-colab
 
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
@@ -40,22 +43,52 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider --junitxml=_build/junit-unit.xml
 
 # Execute every chapter exactly once (into a scratch copy, so book/ stays stripped).
+# BEFOREQKV_EXPLORERS=static: each explorer draws its (bounded) grid of settings once into
+# an HTML component that works on the static site; _build/explorers.jsonl logs their cost.
 execute: $(STAMP)
-	@rm -rf $(EXEC) && mkdir -p $(EXEC)
+	@rm -rf $(EXEC) && mkdir -p $(EXEC) _build && rm -f _build/explorers.jsonl
 	@cp -r book _config.yml _toc.yml $(EXEC)/
-	mkdir -p _build && cd $(EXEC) && ../$(BIN)/python -m pytest --nbmake --overwrite book -q -p no:cacheprovider \
+	cd $(EXEC) && BEFOREQKV_EXPLORERS=static BEFOREQKV_EXPLORER_LOG=$(CURDIR)/_build/explorers.jsonl \
+	  ../$(BIN)/python -m pytest --nbmake --overwrite book -q -p no:cacheprovider \
 	  --durations=0 --junitxml=../_build/junit-notebooks.xml -o testpaths=book -o addopts=""
 
 test: unit execute
 	@$(BIN)/python tools/junit_summary.py _build/junit-unit.xml _build/junit-notebooks.xml
 
+# Scripts the site serves itself (MathJax): pinned npm tarballs, integrity-checked, cached.
+vendor:
+	$(PYTHON) tools/vendor.py _build/vendor
+
 # Build the site from the already executed notebooks (execution is off in _config.yml).
-site: $(STAMP)
+site: $(STAMP) vendor
 	@test -d $(EXEC)/book || { echo "no executed notebooks: run 'make execute' first"; exit 1; }
 	@cp _config.yml _toc.yml $(EXEC)/ && cp book/*.md book/*.bib $(EXEC)/book/
+	@rm -rf $(EXEC)/book/_static $(EXEC)/_ext && cp -r book/_static $(EXEC)/book/_static && cp -r _ext $(EXEC)/_ext
+	@cp -r _build/vendor/mathjax $(EXEC)/book/_static/mathjax
 	@rm -rf _build/html
 	$(BIN)/jupyter-book build $(EXEC) --path-output . $(JB_FLAGS)
-	@echo "== the book is at $(CURDIR)/_build/html/index.html"
+	@echo "== the book is at $(CURDIR)/_build/html/index.html ($$(du -sh _build/html | cut -f1))"
+
+# The built site in headless Chromium with every host but 127.0.0.1 unresolvable;
+# screenshots (1280 and 390 px wide) go to _build/screenshots/.
+test-site: $(STAMP)
+	$(BIN)/python -m pytest tests/test_site.py tests/test_browser.py -q -p no:cacheprovider \
+	  --require-site --junitxml=_build/junit-site.xml
+
+# Wheel + sdist for PyPI, built and checked in a throwaway venv (not .venv).
+dist:
+	@rm -rf _build/pkgvenv dist/*.whl dist/*.tar.gz
+	$(PYTHON) -m venv _build/pkgvenv
+	_build/pkgvenv/bin/pip install $(PIPQ) build twine
+	_build/pkgvenv/bin/python -m build --outdir dist .
+	_build/pkgvenv/bin/twine check --strict dist/*.whl dist/*.tar.gz
+
+# Colab, simulated: a bare venv (torch, numpy, matplotlib, ipywidgets), one chapter alone in
+# an empty folder, its hidden bootstrap cell installing beforeqkv from dist/ (--find-links).
+test-colab: $(STAMP) dist
+	TORCH_INDEX=$(TORCH_INDEX) TORCH_VERSION=$(TORCH_VERSION) \
+	  $(BIN)/python -m pytest tests/test_colab.py -q -p no:cacheprovider --run-colab \
+	  --junitxml=_build/junit-colab.xml
 
 book: execute site
 

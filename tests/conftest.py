@@ -15,6 +15,8 @@ DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipi
 def pytest_addoption(parser):
     parser.addoption("--require-site", action="store_true", default=False,
                      help="fail (instead of skip) the site tests when _build/html is missing")
+    parser.addoption("--run-colab", action="store_true", default=False,
+                     help="run the Colab simulation (tests/test_colab.py; needs `make dist`)")
 
 
 @pytest.fixture

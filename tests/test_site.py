@@ -40,3 +40,36 @@ def test_every_chapter_page_shows_executed_figures_and_no_errors(site, chapter):
 def test_index_links_to_the_first_chapter(site):
     assert "book/index.html" in (site / "index.html").read_text(encoding="utf-8")  # the root redirects
     assert "01_squished_memory.html" in (site / "book" / "index.html").read_text(encoding="utf-8")
+
+
+ALL_PAGES = ["index"] + [f"book/{p.stem}" for p in CHAPTERS] + ["search", "genindex"]
+
+
+@pytest.mark.parametrize("name", ALL_PAGES)
+def test_no_page_loads_anything_from_another_host(site, name):
+    html = (site / f"{name}.html").read_text(encoding="utf-8")
+    remote = re.findall(r"<(?:script|link)[^>]+(?:src|href)=\"((?:https?:)?//[^\"]+)\"", html)
+    remote = [u for u in remote if "rel=\"canonical\"" not in u]
+    assert not remote, f"{name} loads {remote}: serve it from the site (tools/vendor.py)"
+    for cdn in ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com", "require.min.js"):
+        assert cdn not in html, f"{name} mentions {cdn}"
+
+
+def test_mathjax_is_served_from_the_site_at_the_pinned_version(site):
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    import vendor
+    version, integrity, _ = vendor.PINS["mathjax"]
+    stamp = site / "_static" / "mathjax" / "VERSION"
+    assert (site / "_static" / "mathjax" / "es5" / "tex-mml-chtml.js").is_file()
+    assert (site / "_static" / "mathjax" / "es5" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    assert stamp.read_text() == f"{version} {integrity}"
+    assert '_static/mathjax/es5/tex-mml-chtml.js' in (site / "book" / "notation.html").read_text(encoding="utf-8")
+    assert (site / "_static" / "favicon.svg").is_file()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_explorers_are_static_components_not_blank_widgets(site, chapter):
+    html = page(site, chapter)
+    assert "bqkv-explorer" in html, f"{chapter.stem}: no static explorer (was BEFOREQKV_EXPLORERS=static set?)"
+    assert "application/vnd.jupyter.widget-view+json" not in html, f"{chapter.stem} has a blank widget"

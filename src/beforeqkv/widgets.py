@@ -1,15 +1,30 @@
-"""Interactive explorers (ipywidgets, imported lazily).
+"""Interactive explorers: live ipywidgets in Jupyter/Colab, precomputed figures on the site.
 
-Every chapter shows a static figure first, then an explorer over the same plotting
-function: on the published site the static figure is what readers see; in Jupyter
-or Colab the sliders redraw it.
+Every chapter shows a static figure first, then ``explorer(plot_fn, **controls)`` over
+the same plotting function. In Jupyter or Colab the controls redraw the figure live.
+When the book is built (``make execute`` sets ``BEFOREQKV_EXPLORERS=static``) the same
+call instead draws a bounded grid of control settings once and returns a
+self-contained HTML component (inline PNGs, a few lines of plain JavaScript, no kernel,
+no CDN) whose controls swap those figures. A control offers only the values that were
+drawn, so it can never show a setting the figure was not drawn with. At most
+``MAX_FIGURES`` settings are drawn per explorer (a chapter may change it before the
+call; ``BEFOREQKV_EXPLORER_MAX_FIGURES`` overrides it for a whole build); the component
+names the values it offers. This costs build time only: a reader's kernel never draws
+the grid.
 """
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Callable
 
-__all__ = ["explorer"]
+from ._explorer_static import StaticExplorer, _check, _figure_or_raise
+
+__all__ = ["explorer", "static_explorer", "StaticExplorer", "MAX_FIGURES", "MODE_ENV", "MAX_ENV"]
+
+MODE_ENV = "BEFOREQKV_EXPLORERS"      # "live" (default) or "static" (the site build)
+MAX_ENV = "BEFOREQKV_EXPLORER_MAX_FIGURES"   # overrides MAX_FIGURES for a whole build
+MAX_FIGURES = 24                      # the most settings a static explorer draws (build time only)
 
 
 def _ipywidgets():
@@ -24,24 +39,28 @@ def _ipywidgets():
 
 
 def explorer(plot_fn: Callable, **controls):
-    """Re-draw ``plot_fn(**values)`` whenever a control changes; return the widget.
+    """Re-draw ``plot_fn(**values)`` whenever a control changes.
 
     Each control is an ipywidgets widget or an abbreviation understood by
     ``ipywidgets.interactive``: ``(lo, hi, step)`` for a slider, a list for a
     dropdown, a bool for a checkbox. ``plot_fn`` must return a matplotlib Figure.
+    Returns the live widget, or a :class:`StaticExplorer` when the environment
+    variable ``BEFOREQKV_EXPLORERS`` is ``static`` (see :func:`static_explorer`).
     """
-    if not callable(plot_fn):
-        raise ValueError("plot_fn must be callable and return a matplotlib Figure")
-    if not controls:
-        raise ValueError("explorer() needs at least one control, e.g. n_pairs=(2, 32, 2)")
+    _check(plot_fn, controls)
+    mode = os.environ.get(MODE_ENV, "live").strip().lower() or "live"
+    if mode == "static":
+        budget = os.environ.get(MAX_ENV, "").strip()
+        if budget and not budget.isdigit():
+            raise ValueError(f"{MAX_ENV}={budget!r}: use a positive integer")
+        return static_explorer(plot_fn, controls, int(budget) if budget else MAX_FIGURES)
+    if mode != "live":
+        raise ValueError(f"{MODE_ENV}={mode!r}: use 'live' or 'static'")
     w = _ipywidgets()
     from IPython.display import display
 
     def show(**values):
-        fig = plot_fn(**values)
-        if fig is None or not hasattr(fig, "savefig"):
-            raise ValueError(f"plot_fn must return a matplotlib Figure, got {type(fig).__name__}")
-        display(fig)
+        display(_figure_or_raise(plot_fn(**values)))
 
     # Give the wrapper plot_fn's signature so sliders start at plot_fn's defaults
     # (the values the static figure above was drawn with).
@@ -50,3 +69,13 @@ def explorer(plot_fn: Callable, **controls):
     ui = w.interactive(show, **controls)
     ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
     return ui
+
+
+def static_explorer(plot_fn: Callable, controls: dict, max_figures: int = MAX_FIGURES):
+    """Draw ``plot_fn`` over a grid of at most ``max_figures`` control settings.
+
+    ``controls`` are those of :func:`explorer`. When the full grid is larger, sliders
+    are thinned first (evenly spaced values that keep the ends and the starting
+    value), then dropdowns; the component says which values it offers.
+    """
+    return StaticExplorer(plot_fn, controls, max_figures)

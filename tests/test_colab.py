@@ -1,0 +1,75 @@
+"""Colab, simulated (`make test-colab`, after `make dist`; slow, so only with --run-colab).
+
+A bare venv holds what Colab has (torch, numpy, matplotlib, ipywidgets, a kernel) and no
+beforeqkv; one chapter is copied alone into an empty folder; its hidden install cell runs
+with pip pointed at the wheel in dist/ (PIP_FIND_LINKS), then the whole chapter executes.
+BEFOREQKV_COLAB_CHAPTER picks the chapter (default: chapter 1).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from _book import CHAPTERS, ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import bootstrap  # noqa: E402
+
+pytestmark = pytest.mark.colab
+TORCH = os.environ.get("TORCH_VERSION", "2.13.0")
+COLAB_HAS = [f"torch=={TORCH}", "numpy", "matplotlib", "ipywidgets", "tqdm", "ipykernel", "nbclient",
+             "nbformat"]
+
+
+@pytest.fixture
+def wheel(request):
+    if not request.config.getoption("--run-colab"):
+        pytest.skip("the Colab simulation runs with --run-colab (make test-colab)")
+    wheels = sorted((ROOT / "dist").glob(f"beforeqkv-{bootstrap.release()}-*.whl"))
+    if not wheels:
+        pytest.fail("no wheel in dist/: run `make dist`")
+    return wheels[-1]
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert r.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r
+
+
+def test_a_chapter_alone_installs_the_book_and_runs_as_on_colab(tmp_path, wheel):
+    name = os.environ.get("BEFOREQKV_COLAB_CHAPTER", CHAPTERS[0].name)
+    chapter = ROOT / "book" / name
+    venv, folder = tmp_path / "colab", tmp_path / "content"
+    # nothing of this checkout leaks in: no PYTHONPATH, no BEFOREQKV_* (live explorers, as on Colab)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "BEFOREQKV_", "VIRTUAL_ENV"))}
+    env.update(PIP_FIND_LINKS=str(wheel.parent), BEFOREQKV_PROGRESS="0",
+               PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    run([sys.executable, "-m", "venv", str(venv)], env=env)   # no --system-site-packages
+    py = venv / "bin" / "python"
+    # a CPU torch (as `make install`): PyPI's default torch is a multi-GB CUDA build
+    index = os.environ.get("TORCH_INDEX")
+    extra = ["--retries", "0", "--timeout", "30", "--extra-index-url", index] if index else []
+    run([str(py), "-m", "pip", "install", "-q", *extra, *COLAB_HAS], env=env)
+    probe = run([str(py), "-c", "import importlib.util as u; print(u.find_spec('beforeqkv'))"],
+                env=env, cwd=tmp_path)
+    assert probe.stdout.strip() == "None", "the bare venv must not see beforeqkv"
+    folder.mkdir()
+    shutil.copy(chapter, folder / name)
+    script = (
+        "import nbformat, nbclient, sys\n"
+        f"nb = nbformat.read({name!r}, as_version=4)\n"
+        "nbclient.NotebookClient(nb, timeout=600, kernel_name='python3').execute()\n"
+        f"nbformat.write(nb, 'executed-' + {name!r})\n")
+    run([str(py), "-c", script], cwd=folder, env=env, timeout=1800)
+    meta = json.loads(run([str(py), "-m", "pip", "inspect"], env=env).stdout)
+    installed = {d["metadata"]["name"].lower(): d for d in meta["installed"]}
+    assert installed["beforeqkv"]["metadata"]["version"] == bootstrap.release()
+    assert "vcs_info" not in installed["beforeqkv"].get("direct_url", {}), \
+        "the bootstrap fell back to the git URL instead of the release"
+    executed = (folder / f"executed-{name}").read_text()
+    assert "Traceback" not in executed
+    assert "application/vnd.jupyter.widget-view+json" in executed, "the live explorer did not show"

