@@ -1,6 +1,7 @@
 """Book-level tests: the toc, the chapter skeleton, stripped notebooks, glue and citations."""
 import re
 
+import nbformat
 import pytest
 
 from _book import BOOK, CHAPTERS, CITE, GLUE_USE, ROOT, glue_patterns, read, sources, toc_files
@@ -90,3 +91,29 @@ def test_readme_states_the_two_commands():
     assert "make book" in readme and "make test" in readme
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in ci
+
+
+MAX_CODE_WIDTH = 76  # characters a code cell shows at the page's column width (1280 px)
+
+
+def _visible(cell) -> bool:
+    tags = cell.metadata.get("tags", [])
+    return cell.cell_type == "code" and not ({"remove-cell", "remove-input"} & set(tags))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_visible_code_fits_the_column(path):
+    nb = nbformat.read(path, as_version=4)
+    wide = [(i, line) for i, cell in enumerate(nb.cells) if _visible(cell)
+            for line in cell.source.splitlines() if len(line) > MAX_CODE_WIDTH]
+    assert not wide, (f"{path.name}: {len(wide)} visible code lines are wider than "
+                      f"{MAX_CODE_WIDTH} characters, e.g. cell {wide[0][0]}: {wide[0][1]!r}")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_glue_is_bookkeeping_the_page_does_not_show(path):
+    nb = nbformat.read(path, as_version=4)
+    shown = [i for i, cell in enumerate(nb.cells) if _visible(cell)
+             and re.search(r"^\s*(\w+\.)?glue\(", cell.source, re.M)]
+    assert not shown, (f"{path.name}: cells {shown} show glue(...) calls on the page; move them "
+                       "into a cell tagged remove-cell")

@@ -91,6 +91,20 @@ def test_reader_markdown_has_no_raw_myst():
     assert "see the scale." in out and "> **Note**" in out and "- Vaswani, Ashish" in out
 
 
+def test_figure_references_become_numbers_and_captions_follow_their_figures():
+    fig = nbformat.v4.new_code_cell("plot()", metadata={"mystnb": {"figure": {
+        "name": "fig-b", "caption": "Loss as {glue:text}`acc:.1f` grows."}}})
+    first = nbformat.v4.new_code_cell("plot()", metadata={"mystnb": {"figure": {"name": "fig-a"}}})
+    text = nbformat.v4.new_markdown_cell("{numref}`fig-b` beats {numref}`Figure %s <fig-a>`.")
+    nb = nbformat.v4.new_notebook(cells=[text, first, fig])
+    out = export_reader.reader_notebook(nb, {"acc": 0.91}, BIB)
+    assert out.cells[0].source == "Figure 2 beats Figure 1."
+    assert [c.source for c in out.cells if c.cell_type == "markdown"][-1] == "**Figure 2.** Loss as 0.9 grows."
+    bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("{numref}`fig-zz`")])
+    with pytest.raises(KeyError, match="fig-zz"):
+        export_reader.reader_notebook(bad, {}, BIB)
+
+
 def test_a_missing_glue_value_is_an_error_not_a_silent_gap():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("{glue:text}`nope:.2f`")])
     with pytest.raises(export_reader.MissingGlue):

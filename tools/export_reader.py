@@ -123,12 +123,25 @@ def _directive(m: re.Match, bib: dict, cited: list) -> str:
     return body.strip()
 
 
-def reader_markdown(text: str, values: dict, bib: dict, cited: list) -> str:
+def figure_numbers(nb) -> dict[str, int]:
+    """{figure label: its number}, in page order, as Sphinx numbers a page's figures."""
+    names = [c.metadata.get("mystnb", {}).get("figure", {}).get("name") for c in nb.cells
+             if c.cell_type == "code"]
+    return {name: i for i, name in enumerate((n for n in names if n), start=1)}
+
+
+def reader_markdown(text: str, values: dict, bib: dict, cited: list,
+                    figures: dict | None = None) -> str:
     """One markdown cell without MyST syntax; ``cited`` collects the citation keys in order."""
     text = LABEL.sub("", text)
 
     def role(m: re.Match) -> str:
         kind, content = m.group(1), m.group(2)
+        if kind == "numref":
+            label = re.sub(r"^.*<([^>]*)>$", r"\1", content).strip()
+            if label not in (figures or {}):
+                raise KeyError(f"{{numref}} names {label!r}, which is no figure of this page")
+            return f"Figure {figures[label]}"
         if kind.startswith("glue"):
             return _glue(content, values)
         if kind.startswith("footcite") or kind.startswith("cite"):
@@ -145,11 +158,20 @@ def reader_markdown(text: str, values: dict, bib: dict, cited: list) -> str:
 def reader_notebook(nb, values: dict, bib: dict):
     """The notebook with every markdown cell in plain Markdown and outputs cleared."""
     cited: list = []
+    figures = figure_numbers(nb)
+    cells = []
     for cell in nb.cells:
+        cells.append(cell)
         if cell.cell_type == "markdown":
-            cell.source = reader_markdown(cell.source, values, bib, cited)
-        else:
-            cell.outputs, cell.execution_count = [], None
+            cell.source = reader_markdown(cell.source, values, bib, cited, figures)
+            continue
+        cell.outputs, cell.execution_count = [], None
+        figure = cell.metadata.get("mystnb", {}).get("figure", {})
+        if figure.get("name") in figures:  # the site's caption, under the figure
+            caption = reader_markdown(figure.get("caption", ""), values, bib, cited, figures)
+            cells.append(nbformat.v4.new_markdown_cell(
+                f"**Figure {figures[figure['name']]}.** {caption}".rstrip()))
+    nb.cells = cells
     for cell in nb.cells:
         if cell.cell_type == "markdown" and "\0REFERENCES\0" in cell.source:
             cell.source = cell.source.replace("\0REFERENCES\0", _reference_list(cited, bib))

@@ -312,14 +312,18 @@ QUESTIONS: dict[str, dict] = {}
 
 
 def register_question(key: str, answer, explanation: str, choices: Iterable | None = None,
-                      tolerance: float | None = None, hint: str | None = None) -> None:
+                      tolerance: float | None = None, hint: str | None = None,
+                      reveals: Iterable[str] = ()) -> None:
     """Register a predict-then-run question: its answer and the explanation shown afterwards.
 
     hint: shown after a wrong answer (it must not give the answer away).
+    reveals: the names of the glued values that give the answer away; the chapter may
+    glue them or quote them in its prose only after the cell that checks the prediction
+    (tests/test_no_answer_first.py).
     """
     QUESTIONS[key] = {"answer": answer, "explanation": explanation,
                       "choices": None if choices is None else list(choices), "tolerance": tolerance,
-                      "hint": hint}
+                      "hint": hint, "reveals": tuple(reveals)}
 
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$")
