@@ -123,8 +123,9 @@ clean:
 #   make reader-notebooks  dist/reader/NN_*.ipynb: the chapters without raw MyST, for Jupyter and Colab
 #   make book-students     _build/html-students: the site without solutions or model answers
 #   make teachers          regenerate book/teachers.md from the notebooks' exercise metadata
+#   make test-homework     all of the above, then the proofs (tests/test_homework.py on the output)
 HW_VENV ?= $(VENV)-homework
-.PHONY: assignments reader-notebooks book-students teachers
+.PHONY: assignments reader-notebooks book-students teachers test-homework
 
 $(HW_VENV)/.installed: requirements-homework.txt
 	@test -x $(HW_VENV)/bin/python || $(PYTHON) -m venv $(HW_VENV)
@@ -152,3 +153,7 @@ book-students: $(STAMP) | $(EXEC)/book
 	$(BIN)/jupyter-book build _exec_students --path-output _build/students $(JB_FLAGS)
 	@rm -rf _build/html-students && mv _build/students/_build/html _build/html-students && rm -rf _build/students
 	@echo "== the students' book is at $(CURDIR)/_build/html-students/index.html"
+
+test-homework: assignments reader-notebooks book-students
+	BEFOREQKV_ASSIGNMENTS=dist/assignments $(BIN)/python -m pytest tests/test_homework.py -q \
+	  -p no:cacheprovider --junitxml=_build/junit-homework.xml
