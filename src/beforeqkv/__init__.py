@@ -96,7 +96,8 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
         "flush_denormal": flushed,
     }
     if not quiet:
-        print(f"beforeqkv {__version__} · torch {info['torch']} · device {info['device']} · "
+        # Two short lines: the banner is the first output of every chapter (<= 76 characters).
+        print(f"beforeqkv {__version__} · torch {info['torch']} · device {info['device']}\n"
               f"{info['threads']} CPU thread(s) · denormals flushed: {info['flush_denormal']}")
     return info
 
