@@ -104,10 +104,7 @@ def test_code_cells_fit_the_column_at_1280_px(report):
     count = sum(map(len, wide.values()))
     summary = "; ".join(f"{p.split('/')[-1]}: {len(w)} (longest {max(x['longest'] for x in w)})"
                         for p, w in wide.items())
-    limit = os.environ.get("BEFOREQKV_MAX_WIDE_CODE")
-    if limit is None and count:
-        pytest.xfail(f"{count} code cells wider than the column at 1280 px: {summary}")
-    assert count <= int(limit or 0), f"{count} code cells wider than the column: {summary}"
+    assert count == 0, f"{count} code cells wider than the column at 1280 px: {summary}"
 
 
 def test_the_browser_check_catches_what_it_is_for(tmp_path, request):

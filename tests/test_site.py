@@ -73,3 +73,42 @@ def test_explorers_are_static_components_not_blank_widgets(site, chapter):
     html = page(site, chapter)
     assert "bqkv-explorer" in html, f"{chapter.stem}: no static explorer (was BEFOREQKV_EXPLORERS=static set?)"
     assert "application/vnd.jupyter.widget-view+json" not in html, f"{chapter.stem} has a blank widget"
+
+
+class _Figures(__import__("html.parser").parser.HTMLParser):
+    """Each content image (a cell's output, not a logo or an explorer frame), and whether it
+    sits in a <figure> whose caption is numbered."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.images, self.figures = 0, [], []  # figures: [has_number, [images]]
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "figure":
+            self.figures.append([False, []])
+        elif tag == "span" and "caption-number" in (a.get("class") or "") and self.figures:
+            self.figures[-1][0] = True
+        elif tag == "img" and "/_images/" in "/" + (a.get("src") or "").lstrip("./"):
+            entry = {"src": a.get("src"), "alt": a.get("alt") or "", "figure": None}
+            self.images.append(entry)
+            if self.figures:
+                self.figures[-1][1].append(entry)
+
+    def handle_endtag(self, tag):
+        if tag == "figure" and self.figures:
+            numbered, images = self.figures.pop()
+            for entry in images:
+                entry["figure"] = numbered
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_figure_is_numbered_captioned_and_described(site, chapter):
+    parser = _Figures()
+    parser.feed(page(site, chapter))
+    assert parser.images, f"{chapter.stem}: no figure"
+    bare = [i["src"] for i in parser.images if not i["figure"]]
+    assert not bare, (f"{chapter.stem}: {len(bare)} of {len(parser.images)} figures have no numbered "
+                      "caption (give the cell mystnb figure metadata)")
+    undescribed = [i["src"] for i in parser.images if i["alt"].startswith("../_images/") or not i["alt"]]
+    assert not undescribed, f"{chapter.stem}: {len(undescribed)} figures without alt text"
