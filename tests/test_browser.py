@@ -7,7 +7,6 @@ Code cells wider than their box are counted; the count may not exceed
 BEFOREQKV_MAX_WIDE_CODE (unset: the test is an expected failure that reports the
 offenders, until the notebooks' long lines are fixed).
 """
-import os
 import sys
 
 import pytest
