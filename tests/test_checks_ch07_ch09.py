@@ -75,6 +75,67 @@ def test_ch7_prediction_answer_is_what_the_measurement_shows():
     assert stats["frac_saturated"] == 0 and stats["median_max_weight"] < 2 / 32
 
 
+def test_ch7_adam_prediction_is_registered_and_checked():
+    checks.check_prediction("ch7_adam_unscaled", "in between")
+    with pytest.raises(CheckFailure, match="not what the experiment shows"):
+        checks.check_prediction("ch7_adam_unscaled", "as good as scaled")
+
+
+def window_by_comparison(T, w):
+    i, j = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)
+    return (j <= i) & (i - j < w)
+
+
+def window_by_bands(T, w):
+    return torch.ones(T, T).tril().triu(-(w - 1)).bool()
+
+
+def window_by_loop(T, w):
+    mask = torch.zeros(T, T, dtype=torch.bool)
+    for i in range(T):
+        mask[i, max(0, i - w + 1):i + 1] = True
+    return mask
+
+
+@pytest.mark.parametrize("fn", [window_by_comparison, window_by_bands, window_by_loop,
+                                checks.sliding_window_mask])
+def test_check_sliding_window_mask_passes_correct_versions(fn, capsys):
+    assert checks.check_sliding_window_mask(fn)
+    assert "\u2713" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda T, w: ~window_by_bands(T, w), "BLOCKED"),                            # True/False swapped
+    (lambda T, w: torch.ones(T, T).tril().triu(-w).bool(), "w \\+ 1 tokens"),   # off by one: too wide
+    (lambda T, w: torch.ones(T, T).tril().triu(-(w - 2)).bool(), "only w - 1"),  # off by one: too narrow
+    (lambda T, w: torch.ones(T, T).triu(-(w - 1)).bool(), "future"),             # not causal
+    (lambda T, w: torch.ones(T, T).tril().bool(), "plain causal"),               # ignores w
+    (lambda T, w: torch.ones(T, T).triu().tril(w - 1).bool(), "wrong way"),      # window ahead of i
+])
+def test_check_sliding_window_mask_rejects_typical_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_sliding_window_mask(wrong)
+
+
+def test_check_sliding_window_mask_rejects_a_float_mask():
+    with pytest.raises(CheckFailure, match="boolean"):
+        checks.check_sliding_window_mask(lambda T, w: window_by_bands(T, w).float())
+
+
+def test_check_sliding_window_mask_reports_not_implemented():
+    def todo(T, w):
+        raise NotImplementedError()
+    with pytest.raises(CheckFailure, match="not implemented"):
+        checks.check_sliding_window_mask(todo)
+
+
+def test_sliding_window_mask_is_the_causal_mask_for_a_wide_window_and_validates():
+    torch.testing.assert_close(checks.sliding_window_mask(6, 6), attention.causal_mask(6))
+    assert checks.sliding_window_mask(4, 1).equal(torch.eye(4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="w >= 1"):
+        checks.sliding_window_mask(4, 0)
+
+
 # ------------------------------------------------------------------ chapter 9
 def ffn_as_slots(x, W_in, b_in, W_out, b_out):
     out = b_out.expand(*x.shape[:-1], -1).clone()

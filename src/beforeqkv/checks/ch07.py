@@ -7,9 +7,10 @@ import torch
 
 from ..attention import attention_scores
 from ..saturation import softmax_jacobian
-from ._core import compare, register_question
+from ._core import CheckFailure, checker, compare, register_question
 
-__all__ = ["check_scaled_scores", "check_softmax_jacobian"]
+__all__ = ["check_scaled_scores", "check_softmax_jacobian", "check_sliding_window_mask",
+           "sliding_window_mask"]
 
 
 def _score_cases():
@@ -71,11 +72,77 @@ def check_softmax_jacobian(fn):
             describe=lambda a: f"a of shape {tuple(a[0].shape)}")
 
 
+def sliding_window_mask(T: int, w: int) -> torch.Tensor:
+    """Canonical answer: (T, T) boolean, True where query i may attend to key j, i - w < j <= i.
+
+    Each token sees itself and the previous ``w - 1`` tokens (``w >= T``: the causal mask).
+    """
+    if not isinstance(T, int) or not isinstance(w, int) or T < 1 or w < 1:
+        raise ValueError(f"sliding_window_mask needs integers T >= 1 and w >= 1, got T={T!r}, w={w!r}")
+    i = torch.arange(T).unsqueeze(1)  # (T, 1) query positions
+    j = torch.arange(T).unsqueeze(0)  # (1, T) key positions
+    return (j <= i) & (j > i - w)  # (T, T)
+
+
+def _window(T, w, lo, hi):
+    """True where i - lo < j <= i + hi (a wrong window, for the hints)."""
+    i, j = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)
+    return (j > i - lo) & (j <= i + hi)
+
+
+_WINDOW_CASES = [(1, 1), (5, 1), (5, 2), (6, 3), (4, 4), (4, 10), (16, 5), (9, 8)]
+
+
+@checker
+def check_sliding_window_mask(fn):
+    """Check ``fn(T, w) -> (T, T)`` boolean: ``mask[i, j] = i - w < j <= i`` (True = may attend).
+
+    Cases include T = 1, w = 1 (each token sees only itself) and w >= T (the causal mask). Chapter 7.
+    """
+    for T, w in _WINDOW_CASES[:3]:  # a float 0/1 mask would pass the value comparison: catch it first
+        try:
+            got = fn(T, w)
+        except Exception:  # compare() below reports it, with the reader's line
+            break
+        if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
+            raise CheckFailure(f"sliding window mask: return a boolean tensor (True = may attend), got dtype "
+                               f"{got.dtype}. Hint: a comparison such as `j <= i` gives one.")
+    mistakes = {
+        "your mask marks the BLOCKED positions. In this book True means 'may attend': keep "
+        "i - w < j <= i.":
+            lambda T, w: ~sliding_window_mask(T, w),
+        "your window holds w + 1 tokens: token i sees itself and the previous w - 1 tokens, so the "
+        "oldest key it may read is j = i - w + 1 (use j > i - w, not j >= i - w).":
+            lambda T, w: _window(T, w + 1, w + 1, 0),
+        "your window holds only w - 1 tokens: token i sees itself AND the previous w - 1 tokens "
+        "(use j > i - w, not j > i - w + 1).":
+            lambda T, w: _window(T, w - 1, w - 1, 0),
+        "your window also looks into the future: keep j <= i (causal) as well as j > i - w.":
+            lambda T, w: _window(T, w, w, T),
+        "that is the plain causal mask: also drop the keys older than the window (j <= i - w).":
+            lambda T, w: _window(T, T, T, 0),
+        "the window runs the wrong way: token i may see keys i - w < j <= i, behind it, not in front.":
+            lambda T, w: _window(T, 1, 1, w - 1),
+    }
+    return compare(fn, sliding_window_mask, _WINDOW_CASES, "sliding window mask", mistakes,
+                   describe=lambda a: f"T={a[0]}, w={a[1]}")
+
+
 register_question(
     "ch7_one_over_d", "near-uniform",
     "Scaling by 1/d makes the score variance d/d^2 = 1/d: at d = 1024 the scores have a standard "
     "deviation of about 0.03, so every weight is close to 1/T. Nothing saturates, but the softmax "
     "cannot focus either: the opposite failure. 1/sqrt(d) is the scale that keeps the variance at 1.",
     choices=["saturated", "near-uniform", "unchanged"],
-    hint='what is the standard deviation of q . k / d when q . k has variance d?'
-)
+    hint='what is the standard deviation of q . k / d when q . k has variance d?',
+    reveals=["ch7_over_d_max_weight", "ch7_over_d_saturated"])
+
+register_question(
+    "ch7_adam_unscaled", "in between",
+    "Adam divides each parameter's step by a running estimate of its recent gradient size, so the "
+    "tiny gradients of a saturated softmax still turn into steps of about the learning rate: the "
+    "unscaled model learns part of the task. But those steps point where the few unsaturated rows "
+    "say, and the rest of the batch carries almost no signal, so it stays well below the scaled model.",
+    choices=["no better", "in between", "as good as scaled"],
+    hint="what does Adam do to a gradient that is small for every step?",
+    reveals=["ch7_acc_adam_unscaled"])
