@@ -38,6 +38,34 @@ def test_check_scaled_scores_catches_in_place_changes():
         checks.check_scaled_scores(scales_q_in_place)
 
 
+def test_check_scaled_scores_sigma_passes_correct_versions(capsys):
+    assert checks.check_scaled_scores_sigma(
+        lambda q, k, sigma: q @ k.transpose(-1, -2) / (sigma ** 2 * math.sqrt(q.shape[-1])))
+    assert checks.check_scaled_scores_sigma(
+        lambda q, k, sigma: attention.attention_scores(q / sigma, k / sigma))
+    assert "\u2713" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda q, k, s: q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), "sigma is ignored"),
+    (lambda q, k, s: q @ k.transpose(-1, -2) / (s * math.sqrt(q.shape[-1])), "sigma sqrt"),
+    (lambda q, k, s: q @ k.transpose(-1, -2) / (s ** 4 * q.shape[-1]), "the variance d_head"),
+    (lambda q, k, s: q @ k.transpose(-1, -2) / (s ** 4 * math.sqrt(q.shape[-1])), "sigma\\^4 sqrt"),
+    (lambda q, k, s: q @ k.transpose(-1, -2) / (s ** 2 * q.shape[-1]), "sigma\\^2 d_head"),
+])
+def test_check_scaled_scores_sigma_rejects_typical_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_scaled_scores_sigma(wrong)
+
+
+def test_scaled_scores_sigma_have_unit_variance():
+    sigma, d = 2.0, 64
+    g = torch.Generator().manual_seed(0)
+    q, k = sigma * torch.randn(2000, 1, d, generator=g), sigma * torch.randn(2000, 32, d, generator=g)
+    s = attention.attention_scores(q, k) / sigma ** 2
+    assert 0.9 < s.var().item() < 1.1
+
+
 def test_check_softmax_jacobian_passes_the_package_version():
     checks.check_softmax_jacobian(saturation.softmax_jacobian)
 

@@ -9,7 +9,7 @@ from ..attention import attention_scores
 from ..saturation import softmax_jacobian
 from ._core import CheckFailure, checker, compare, register_question
 
-__all__ = ["check_scaled_scores", "check_softmax_jacobian", "check_sliding_window_mask",
+__all__ = ["check_scaled_scores", "check_scaled_scores_sigma", "check_softmax_jacobian", "check_sliding_window_mask",
            "sliding_window_mask"]
 
 
@@ -40,6 +40,52 @@ def check_scaled_scores(fn):
     }
     return compare(fn, lambda q, k: attention_scores(q, k), _score_cases(), "scaled_scores", mistakes,
             describe=lambda a: f"q {tuple(a[0].shape)}, k {tuple(a[1].shape)}")
+
+
+def _sigma_cases():
+    g = torch.Generator().manual_seed(72)
+    out = []
+    for q_shape, k_shape, sigma in [((4, 8), (6, 8), 2.0), ((2, 3, 5, 16), (2, 3, 5, 16), 0.5),
+                                    ((1, 1), (1, 1), 3.0), ((3, 2, 64), (3, 7, 64), 1.0),
+                                    ((5, 9), (4, 9), 0.25)]:
+        q = sigma * torch.randn(*q_shape, generator=g)
+        k = sigma * torch.randn(*k_shape, generator=g)
+        out.append((q, k, sigma))
+    return out
+
+
+def _over(c):
+    """Scores q k^T divided by c(sigma, d_head): a wrong constant, for the hints."""
+    return lambda q, k, sigma: q @ k.transpose(-1, -2) / c(sigma, q.shape[-1])
+
+
+def check_scaled_scores_sigma(fn):
+    """Check ``fn(q, k, sigma) -> (..., T_q, T_k)`` computes ``q . k / (sigma^2 sqrt(d_head))``.
+
+    q: (..., T_q, d_head), k: (..., T_k, d_head) with components of standard deviation
+    ``sigma``; the scores then have variance 1 whatever sigma and d_head. Chapter 7.
+    """
+    mistakes = {
+        "sigma is ignored: with components of spread sigma, Var(q_i k_i) = sigma^2 * sigma^2, so "
+        "Var(q . k) = d_head sigma^4":
+            _over(lambda s, d: math.sqrt(d)),
+        "you divided by sigma sqrt(d_head): each term q_i k_i has variance sigma^2 * sigma^2 = sigma^4, "
+        "so the standard deviation of q . k is sigma^2 sqrt(d_head)":
+            _over(lambda s, d: s * math.sqrt(d)),
+        "you divided by sigma^4 sqrt(d_head): sigma^4 is the variance of one term q_i k_i; the "
+        "standard deviation of q . k is sigma^2 sqrt(d_head)":
+            _over(lambda s, d: s ** 4 * math.sqrt(d)),
+        "you divided by the variance d_head sigma^4; divide by the standard deviation, its square "
+        "root: sigma^2 sqrt(d_head)":
+            _over(lambda s, d: s ** 4 * d),
+        "you divided by sigma^2 d_head; the standard deviation of q . k is sigma^2 sqrt(d_head)":
+            _over(lambda s, d: s ** 2 * d),
+        "rows should be queries and columns keys: compute q k^T, not k q^T":
+            lambda q, k, sigma: k @ q.transpose(-1, -2) / (sigma ** 2 * math.sqrt(q.shape[-1])),
+    }
+    return compare(fn, lambda q, k, sigma: attention_scores(q, k) / sigma ** 2, _sigma_cases(),
+                   "scaled_scores_sigma", mistakes,
+                   describe=lambda a: f"q {tuple(a[0].shape)}, k {tuple(a[1].shape)}, sigma={a[2]}")
 
 
 def _jacobian_cases():
