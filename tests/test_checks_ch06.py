@@ -93,7 +93,8 @@ def test_check_multihead_attention_reports_not_implemented():
 
 @pytest.mark.parametrize("key, right, wrong", [("ch6_per_pair_numbers", "10^12", "10^9"),
                                                ("ch6_one_head_routings", "1", "2"),
-                                               ("ch6_wide_head_both", "no", "yes")])
+                                               ("ch6_wide_head_both", "no", "yes"),
+                                               ("ch6_sixteen_heads_both", "often", "almost always")])
 def test_chapter_6_predictions_accept_the_answer_and_reject_others(key, right, wrong, capsys):
     checks.check_prediction(key, right)
     assert "\u2713" in capsys.readouterr().out

@@ -38,6 +38,34 @@ def test_check_scaled_scores_catches_in_place_changes():
         checks.check_scaled_scores(scales_q_in_place)
 
 
+def test_check_scaled_scores_sigma_passes_correct_versions(capsys):
+    assert checks.check_scaled_scores_sigma(
+        lambda q, k, sigma: q @ k.transpose(-1, -2) / (sigma ** 2 * math.sqrt(q.shape[-1])))
+    assert checks.check_scaled_scores_sigma(
+        lambda q, k, sigma: attention.attention_scores(q / sigma, k / sigma))
+    assert "\u2713" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda q, k, s: q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), "sigma is ignored"),
+    (lambda q, k, s: q @ k.transpose(-1, -2) / (s * math.sqrt(q.shape[-1])), "sigma sqrt"),
+    (lambda q, k, s: q @ k.transpose(-1, -2) / (s ** 4 * q.shape[-1]), "the variance d_head"),
+    (lambda q, k, s: q @ k.transpose(-1, -2) / (s ** 4 * math.sqrt(q.shape[-1])), "sigma\\^4 sqrt"),
+    (lambda q, k, s: q @ k.transpose(-1, -2) / (s ** 2 * q.shape[-1]), "sigma\\^2 d_head"),
+])
+def test_check_scaled_scores_sigma_rejects_typical_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_scaled_scores_sigma(wrong)
+
+
+def test_scaled_scores_sigma_have_unit_variance():
+    sigma, d = 2.0, 64
+    g = torch.Generator().manual_seed(0)
+    q, k = sigma * torch.randn(2000, 1, d, generator=g), sigma * torch.randn(2000, 32, d, generator=g)
+    s = attention.attention_scores(q, k) / sigma ** 2
+    assert 0.9 < s.var().item() < 1.1
+
+
 def test_check_softmax_jacobian_passes_the_package_version():
     checks.check_softmax_jacobian(saturation.softmax_jacobian)
 
@@ -73,6 +101,67 @@ def test_ch7_prediction_answer_is_what_the_measurement_shows():
     s = saturation.random_scores(1024, n_queries=500, generator=torch.Generator().manual_seed(0)) / 1024
     stats = saturation.saturation_stats(s)
     assert stats["frac_saturated"] == 0 and stats["median_max_weight"] < 2 / 32
+
+
+def test_ch7_adam_prediction_is_registered_and_checked():
+    checks.check_prediction("ch7_adam_unscaled", "in between")
+    with pytest.raises(CheckFailure, match="not what the experiment shows"):
+        checks.check_prediction("ch7_adam_unscaled", "as good as scaled")
+
+
+def window_by_comparison(T, w):
+    i, j = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)
+    return (j <= i) & (i - j < w)
+
+
+def window_by_bands(T, w):
+    return torch.ones(T, T).tril().triu(-(w - 1)).bool()
+
+
+def window_by_loop(T, w):
+    mask = torch.zeros(T, T, dtype=torch.bool)
+    for i in range(T):
+        mask[i, max(0, i - w + 1):i + 1] = True
+    return mask
+
+
+@pytest.mark.parametrize("fn", [window_by_comparison, window_by_bands, window_by_loop,
+                                checks.sliding_window_mask])
+def test_check_sliding_window_mask_passes_correct_versions(fn, capsys):
+    assert checks.check_sliding_window_mask(fn)
+    assert "\u2713" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda T, w: ~window_by_bands(T, w), "BLOCKED"),                            # True/False swapped
+    (lambda T, w: torch.ones(T, T).tril().triu(-w).bool(), "w \\+ 1 tokens"),   # off by one: too wide
+    (lambda T, w: torch.ones(T, T).tril().triu(-(w - 2)).bool(), "only w - 1"),  # off by one: too narrow
+    (lambda T, w: torch.ones(T, T).triu(-(w - 1)).bool(), "future"),             # not causal
+    (lambda T, w: torch.ones(T, T).tril().bool(), "plain causal"),               # ignores w
+    (lambda T, w: torch.ones(T, T).triu().tril(w - 1).bool(), "wrong way"),      # window ahead of i
+])
+def test_check_sliding_window_mask_rejects_typical_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_sliding_window_mask(wrong)
+
+
+def test_check_sliding_window_mask_rejects_a_float_mask():
+    with pytest.raises(CheckFailure, match="boolean"):
+        checks.check_sliding_window_mask(lambda T, w: window_by_bands(T, w).float())
+
+
+def test_check_sliding_window_mask_reports_not_implemented():
+    def todo(T, w):
+        raise NotImplementedError()
+    with pytest.raises(CheckFailure, match="not implemented"):
+        checks.check_sliding_window_mask(todo)
+
+
+def test_sliding_window_mask_is_the_causal_mask_for_a_wide_window_and_validates():
+    torch.testing.assert_close(checks.sliding_window_mask(6, 6), attention.causal_mask(6))
+    assert checks.sliding_window_mask(4, 1).equal(torch.eye(4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="w >= 1"):
+        checks.sliding_window_mask(4, 0)
 
 
 # ------------------------------------------------------------------ chapter 9

@@ -261,8 +261,8 @@ def ring_head_weights(weights, items, profile=None, label: str = "", ring_size: 
         heatmap(w[h][order][:, order], xlabels=ids, ylabels=ids, vmin=0, vmax=1, colorbar=False,
                 ax=axes[h], title=title)  # (T, T), rows/cols in ring order
         for r in range(t):
-            axes[h].text((r + 1) % ring, r, "s", ha="center", va="center", color="red", fontsize=7)
-            axes[h].text((r - 1) % ring, r, "p", ha="center", va="center", color="white", fontsize=7)
+            axes[h].text((r + 1) % ring, r, "s", ha="center", va="center", color="red", fontsize=9)
+            axes[h].text((r - 1) % ring, r, "p", ha="center", va="center", color="white", fontsize=9)
         axes[h].set_xlabel("key (item id)")
     axes[0].set_ylabel("query (item id)")
     return axes[0].figure
