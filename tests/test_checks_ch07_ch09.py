@@ -198,9 +198,54 @@ def test_check_ffn_as_slots_explains_rows_versus_columns_of_w_out():
 
 
 def test_ch9_prediction_accepts_numbers_within_tolerance():
-    checks.check_prediction("ch9_handwritten_4m", 0.3)
-    checks.check_prediction("ch9_handwritten_4m", 0.25)
+    checks.check_prediction("ch9_handwritten_3m_4c", 0.5)
+    checks.check_prediction("ch9_handwritten_3m_4c", 0.45)
     with pytest.raises(CheckFailure):
-        checks.check_prediction("ch9_handwritten_4m", 0.75)
+        checks.check_prediction("ch9_handwritten_3m_4c", 1 / 3)  # forgot the lucky guesses
     with pytest.raises(CheckFailure, match="number"):
-        checks.check_prediction("ch9_handwritten_4m", "a quarter")
+        checks.check_prediction("ch9_handwritten_3m_4c", "a half")
+
+
+def test_ch9_wider_keys_question_takes_one_of_its_choices():
+    checks.check_prediction("ch9_wider_keys", "Higher")
+    with pytest.raises(CheckFailure):
+        checks.check_prediction("ch9_wider_keys", "about the same")
+    with pytest.raises(CheckFailure, match="one of"):
+        checks.check_prediction("ch9_wider_keys", "double")
+
+
+def swiglu_slot_weights(x, W_gate, W_in):
+    gate = x @ W_gate.T                                        # (..., m)
+    return gate * torch.sigmoid(gate) * (x @ W_in.T)           # silu(gate) * linear
+
+
+def test_check_swiglu_slot_weights_passes_a_written_out_silu(capsys):
+    checks.check_swiglu_slot_weights(swiglu_slot_weights)
+    assert "\u2713" in capsys.readouterr().out
+
+
+def test_swiglu_slot_weights_rebuild_the_packages_gated_mlp():
+    from beforeqkv import models
+    mlp = models.MLP(d_model=6, d_mlp=10, activation="swiglu", bias=False)
+    x = torch.randn(3, 6)
+    a = swiglu_slot_weights(x, mlp.W_gate.weight, mlp.W_in.weight)  # (3, m)
+    torch.testing.assert_close(a @ mlp.W_out.weight.T, mlp(x))       # sum_u a_u v_u
+    assert (a < 0).any() and (a > 0).any()                           # signed, unlike relu
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, Wg, Wi: swiglu_slot_weights(x, Wi, Wg), "swapped"),
+    (lambda x, Wg, Wi: torch.sigmoid(x @ Wg.T) * (x @ Wi.T), "sigmoid"),
+    (lambda x, Wg, Wi: F.relu(x @ Wg.T) * (x @ Wi.T), "not a ReLU"),
+    (lambda x, Wg, Wi: F.silu(x @ Wg.T), "linear factor"),
+    (lambda x, Wg, Wi: F.silu((x @ Wg.T) * (x @ Wi.T)), "product"),
+    (lambda x, Wg, Wi: F.silu(x @ Wg) * (x @ Wi), "x @ W.T"),
+])
+def test_check_swiglu_slot_weights_rejects_typical_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_swiglu_slot_weights(wrong)
+
+
+def test_check_swiglu_slot_weights_rejects_a_wrong_answer_without_a_known_mistake():
+    with pytest.raises(CheckFailure, match="wrong"):
+        checks.check_swiglu_slot_weights(lambda x, Wg, Wi: x @ Wg.T)

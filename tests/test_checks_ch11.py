@@ -84,7 +84,7 @@ def test_check_q4_1_block_rejects_a_wrong_answer_without_a_known_mistake():
         checks.check_q4_1_block(lambda b: torch.zeros(32))
 
 
-def test_the_gqa_question_is_registered():
-    checks.check_prediction("ch11_gqa_cache", 3)
+def test_the_multi_query_question_is_registered():
+    checks.check_prediction("ch11_mqa_cache", 9)
     with pytest.raises(CheckFailure):
-        checks.check_prediction("ch11_gqa_cache", 9)
+        checks.check_prediction("ch11_mqa_cache", 3)  # SmolLM2's own grouped factor

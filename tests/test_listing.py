@@ -22,3 +22,10 @@ def test_show_source_from_a_line():
 def test_show_source_bad_input_is_a_value_error(obj, start):
     with pytest.raises(ValueError, match="show_source"):
         show_source(obj, start=start)
+
+
+def test_show_source_names_the_package_file_of_a_decorated_function():
+    from beforeqkv import models
+    listing = show_source(models.handwritten_memory)  # wrapped by @torch.no_grad()
+    assert "def handwritten_memory(" in listing.code
+    assert listing.where.endswith("(beforeqkv/models/memory.py)"), listing.where

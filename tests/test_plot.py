@@ -60,3 +60,38 @@ def test_ring_head_weights_sorts_rows_into_ring_order_and_checks_shapes():
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["0", "1", "2", "3"]
     with pytest.raises(ValueError, match="weights"):
         plot.ring_head_weights(torch.ones(2, 4, 3), items)
+
+
+
+def _hand_memory():
+    from beforeqkv import models, tasks
+    keys, target = tasks.random_facts(8, generator=torch.Generator().manual_seed(0))
+    return models.handwritten_memory(keys, target, d_mlp=4), keys, target
+
+
+def _heights(ax):
+    return [p.get_height() for p in ax.patches]
+
+
+def test_slot_votes_plots_the_facts_own_slot_weights_and_votes():
+    memory, keys, target = _hand_memory()
+    for fact in (2, 6):  # one fact with a slot, one without
+        fig = plot.slot_votes(memory, keys, target, fact)
+        ax1, ax2 = fig.axes
+        a = memory.slot_weights(keys[fact]).detach()
+        vote = a * memory.W_out.weight[target[fact]].detach()
+        assert torch.allclose(torch.tensor(_heights(ax1), dtype=torch.float32), a)
+        assert torch.allclose(torch.tensor(_heights(ax2), dtype=torch.float32), vote)
+        assert ax1.get_title().startswith(f"fact {fact}")
+
+
+def test_slot_votes_never_shows_another_fact_in_place_of_the_one_asked_for():
+    memory, keys, target = _hand_memory()
+    fig = plot.slot_votes(memory, keys, target, 7)  # no slot fires for a fact beyond m
+    assert _heights(fig.axes[0]) == [0.0] * 4
+    last_stored = plot.slot_votes(memory, keys, target, 3)
+    assert _heights(last_stored.axes[0]) != _heights(fig.axes[0])
+    for bad in (8, -1, 2.0, True):
+        with pytest.raises(ValueError, match="fact"):
+            plot.slot_votes(memory, keys, target, bad)
+

@@ -50,7 +50,7 @@ def show_source(obj, *, start: str | None = None) -> Listing:
     """
     try:
         code = inspect.getsource(obj)
-        path = inspect.getsourcefile(obj) or "?"
+        path = inspect.getsourcefile(inspect.unwrap(obj)) or "?"  # past decorators
     except (TypeError, OSError) as err:
         raise ValueError(f"show_source: no Python source for {obj!r} ({err})") from None
     code = textwrap.dedent(code).rstrip() + "\n"

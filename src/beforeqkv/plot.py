@@ -24,6 +24,7 @@ __all__ = [
     "COLORS",
     "new_figure",
     "enable_notebook_display",
+    "slot_votes",
 ]
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -266,3 +267,38 @@ def ring_head_weights(weights, items, profile=None, label: str = "", ring_size: 
         axes[h].set_xlabel("key (item id)")
     axes[0].set_ylabel("query (item id)")
     return axes[0].figure
+
+
+def slot_votes(memory, keys, target, fact: int, title: str = "", figsize=(8.5, 3.0)):
+    """Which slots of a slot memory fire for one fact, and what each adds to its class (chapter 9).
+
+    memory: an ``MLPMemory`` (``slot_weights``, ``W_out``); keys (N, d_model), target (N,).
+    Left: the slot weights ``a_u`` for fact ``fact``; right: each slot's vote for the
+    fact's class, ``a_u * W_out[target, u]`` (green helps, red hurts). A fact outside
+    ``[0, N)`` is an error, never silently replaced by another fact.
+    """
+    import torch
+
+    n = len(target)
+    if keys.dim() != 2 or keys.shape[0] != n:
+        raise ValueError(f"need keys (N, d) and target (N,), got {tuple(keys.shape)} and {n} targets")
+    if isinstance(fact, bool) or not isinstance(fact, (int, np.integer)) or not 0 <= fact < n:
+        raise ValueError(f"fact must be an int in [0, {n}) for these {n} facts, got {fact!r}")
+    device = memory.W_out.weight.device
+    with torch.no_grad():
+        key = keys[fact].to(device)  # (d_model,)
+        a = memory.slot_weights(key).cpu()  # (m,)
+        predicted = int(memory(key).argmax())
+        t = int(target[fact])
+        vote = a * memory.W_out.weight[t].cpu()  # (m,) a_u (v_u)_target
+    fig, (ax1, ax2) = new_figure(1, 2, figsize=figsize)
+    slots = range(len(a))
+    ax1.bar(slots, a.numpy(), color=COLORS[0])
+    ax1.set(xlabel="slot u", ylabel="slot weight a_u",
+            title=f"fact {fact}" + (f" ({title})" if title else ""))
+    ax2.bar(slots, vote.numpy(), color=[COLORS[2] if v >= 0 else COLORS[1] for v in vote.tolist()])
+    ax2.axhline(0, color="gray", lw=0.8)
+    ax2.set(xlabel="slot u", ylabel="a_u · v_u[target]", title=f"target {t}, predicted {predicted}")
+    for ax in (ax1, ax2):
+        ax.set_xticks(range(0, len(a), 2))
+    return fig

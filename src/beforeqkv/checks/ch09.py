@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from ..models.memory import slot_attention
 from ._core import compare, register_question
 
-__all__ = ["check_ffn_as_slots"]
+__all__ = ["check_ffn_as_slots", "check_swiglu_slot_weights"]
 
 
 def _reference(x, W_in, b_in, W_out, b_out):
@@ -53,10 +53,68 @@ def check_ffn_as_slots(fn):
             describe=lambda a: f"x {tuple(a[0].shape)}, W_in {tuple(a[1].shape)}, W_out {tuple(a[3].shape)}")
 
 
+def _swiglu_weights(x, W_gate, W_in):
+    return F.silu(x @ W_gate.T) * (x @ W_in.T)  # (..., m) * (..., m)
+
+
+def _swiglu_cases():
+    g = torch.Generator().manual_seed(11)
+
+    def case(shape, d, m):
+        return (torch.randn(*shape, d, generator=g), torch.randn(m, d, generator=g),
+                torch.randn(m, d, generator=g))
+
+    return [
+        case((3,), 4, 4),  # square (first, so that transposed weights get their hint)
+        case((5,), 8, 6),  # fewer slots than input features
+        case((1,), 1, 1),  # one slot, width 1
+        case((2, 3, 4), 5, 7),  # three batch dimensions: the contract is (..., d)
+    ]
+
+
+def check_swiglu_slot_weights(fn):
+    """Check ``fn(x, W_gate, W_in) -> (..., m)`` computes SwiGLU's slot weights ``silu(g_u . x) (w_u . x)``.
+
+    x: (..., d), W_gate and W_in: (m, d) as ``nn.Linear`` stores them (row u belongs to
+    slot u). With values v_u = columns of W_out, ``W_out (silu(W_gate x) * W_in x)`` is
+    ``sum_u a_u(x) v_u``. Chapter 9, exercise on the gated MLP of chapter 11.
+    """
+    mistakes = {
+        "the gate is silu(W_gate x), the *other* factor is linear: you swapped W_gate and W_in":
+            lambda x, Wg, Wi: _swiglu_weights(x, Wi, Wg),
+        "silu(z) is z * sigmoid(z), not sigmoid(z) (a sigmoid gate is the original GLU)":
+            lambda x, Wg, Wi: torch.sigmoid(x @ Wg.T) * (x @ Wi.T),
+        "the gate is a silu, not a ReLU":
+            lambda x, Wg, Wi: F.relu(x @ Wg.T) * (x @ Wi.T),
+        "the linear factor W_in x is missing: SwiGLU multiplies the gate by it":
+            lambda x, Wg, Wi: F.silu(x @ Wg.T),
+        "the silu is applied to the product; it belongs on the gate alone":
+            lambda x, Wg, Wi: F.silu((x @ Wg.T) * (x @ Wi.T)),
+        "row u of W_gate and of W_in belongs to slot u: use x @ W.T, not x @ W":
+            lambda x, Wg, Wi: F.silu(x @ Wg) * (x @ Wi),
+    }
+    return compare(fn, _swiglu_weights, _swiglu_cases(), "swiglu_slot_weights", mistakes,
+                   describe=lambda a: f"x {tuple(a[0].shape)}, W_gate {tuple(a[1].shape)}")
+
+
 register_question(
-    "ch9_handwritten_4m", 0.30,
-    "Only m of the 4m facts have a slot, so a quarter of them are recalled for sure; the other "
-    "three quarters mostly light up no slot at all, the output is all zeros and the argmax picks "
-    "class 0, which is right for about 1 in 16 of them: 1/4 + 3/4 * 1/16 = 0.30.",
+    "ch9_handwritten_3m_4c", 0.5,
+    "Only m of the 3m facts have a slot, so a third of them are recalled for sure; the other "
+    "two thirds light up no slot at all, the output is all zeros and the argmax picks class 0, "
+    "which is right for about 1 in 4 of them when there are 4 classes: "
+    "1/3 + 2/3 * 1/4 = 0.5.",
     tolerance=0.08,
+    hint="what does the memory output for a fact without a slot, and how often is that right?",
+    reveals=["ch9_hand_3m_4c"],
+)
+
+register_question(
+    "ch9_wider_keys", "higher",
+    "A slot's key and bias hold d + 1 numbers: with d = 64 a slot has 65 + 16 = 81 parameters "
+    "instead of 49, and random keys in more dimensions are closer to orthogonal, so facts "
+    "interfere less. The same number of slots then holds more facts: what an MLP can store is "
+    "set by its parameters, not by its slot count alone.",
+    choices=["lower", "about the same", "higher"],
+    hint="count the numbers each slot has to store facts with.",
+    reveals=["ch9_wide_32", "ch9_wide_64"],
 )

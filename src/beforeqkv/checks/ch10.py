@@ -106,4 +106,5 @@ register_question(
     "Every layer was trained on embeddings that contain it: a checkpoint is only right with every "
     "tensor in place, including the ones that look like bookkeeping.",
     choices=["less than 0.01", "between 0.01 and 0.1", "more than 0.1"],
+    reveals=["ch10_type_change"],
 )

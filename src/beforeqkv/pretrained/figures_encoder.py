@@ -30,7 +30,7 @@ def attention_grid(weights: torch.Tensor, tokens: Sequence[str], layer: int, nco
     _check_square(weights, tokens, "attention_grid")
     n_heads = weights.shape[0]
     nrows = math.ceil(n_heads / ncols)
-    fig, axes = plot.new_figure(nrows, ncols, figsize=(2.3 * ncols, 2.3 * nrows + 0.4), squeeze=False)
+    fig, axes = plot.new_figure(nrows, ncols, figsize=(2.6 * ncols, 2.6 * nrows + 0.6), squeeze=False)
     for h in range(nrows * ncols):
         ax = axes[h // ncols][h % ncols]
         if h >= n_heads:
@@ -38,11 +38,11 @@ def attention_grid(weights: torch.Tensor, tokens: Sequence[str], layer: int, nco
             continue
         ax.imshow(weights[h].detach().cpu().numpy(), cmap="Blues", vmin=0, vmax=1, aspect="auto")
         ax.grid(False)
-        ax.set_title(f"head {h}", fontsize=8)
+        ax.set_title(f"head {h}", fontsize=9)
         ticks = range(len(tokens))
-        ax.set_xticks(ticks, list(tokens) if h // ncols == nrows - 1 else [], rotation=90, fontsize=6)
-        ax.set_yticks(ticks, list(tokens) if h % ncols == 0 else [], fontsize=6)
-    fig.suptitle(f"layer {layer}: attention weights of each head (rows = queries, columns = keys)", fontsize=9)
+        ax.set_xticks(ticks, list(tokens) if h // ncols == nrows - 1 else [], rotation=90, fontsize=9)
+        ax.set_yticks(ticks, list(tokens) if h % ncols == 0 else [], fontsize=9)
+    fig.suptitle(f"layer {layer}: attention weights of each head (rows = queries, columns = keys)", fontsize=10)
     return fig
 
 
@@ -51,19 +51,22 @@ def qk_asymmetry(ratios: torch.Tensor, random_ratio: float | None = None):
     if ratios.dim() != 2:
         raise ValueError(f"ratios must be (n_layers, n_heads), got {tuple(ratios.shape)}")
     n_layers, n_heads = ratios.shape
-    fig, (ax1, ax2) = plot.new_figure(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [2.2, 1]})
+    fig, (ax1, ax2) = plot.new_figure(1, 2, figsize=(9.5, 3.8), gridspec_kw={"width_ratios": [2.2, 1]})
     plot.heatmap(ratios, xlabels=[str(h) for h in range(n_heads)], ylabels=[str(i) for i in range(n_layers)],
                  vmin=0, vmax=2, cmap="coolwarm", annotate=True, xlabel="head", ylabel="layer",
                  title="||A − Aᵀ|| / ||A|| per head", ax=ax1)
+    for t in ax1.texts:  # the per-head numbers, legible at the page's width
+        t.set_fontsize(9)
+        t.set_color("black")  # every ratio in [0, 2] sits on a light-to-mid colour
     values = ratios.flatten().cpu().numpy()
     ax2.hist(values, bins=16, range=(0, 2), color=plot.COLORS[0])
     for x, label in ((0, "symmetric"), (2, "antisymmetric")):
         ax2.axvline(x, color="gray", lw=1, ls=":")
-        ax2.text(x + (0.04 if x == 0 else -0.04), ax2.get_ylim()[1] * 0.5, label, fontsize=7, rotation=90,
+        ax2.text(x + (0.04 if x == 0 else -0.04), ax2.get_ylim()[1] * 0.5, label, fontsize=9, rotation=90,
                  ha="left" if x == 0 else "right", va="center")
     if random_ratio is not None:
         ax2.axvline(random_ratio, color="black", lw=1, ls="--", label="random W_Q, W_K")
-        ax2.legend(fontsize=7, loc="upper left")
+        ax2.legend(fontsize=9, loc="upper left")
     ax2.set(xlabel="||A − Aᵀ|| / ||A||", ylabel="heads", title=f"all {values.size} heads", xlim=(-0.05, 2.05))
     return fig
 
@@ -82,6 +85,9 @@ def similarity_matrix(cosines: torch.Tensor, labels: Sequence[str]):
     if cosines.dim() != 2 or cosines.shape[0] != cosines.shape[1] or cosines.shape[0] != len(labels):
         raise ValueError(f"cosines {tuple(cosines.shape)} do not fit {len(labels)} labels (need (N, N))")
     numbers = [str(i + 1) for i in range(len(labels))]
-    return plot.heatmap(cosines, xlabels=numbers, ylabels=[f"{n}  {lab}" for n, lab in zip(numbers, labels)],
-                        vmin=-0.2, vmax=1, cmap="viridis", annotate=True,
-                        title="cosine similarity of sentence embeddings", figsize=(7.0, 4.2))
+    fig = plot.heatmap(cosines, xlabels=numbers, ylabels=[f"{n}  {lab}" for n, lab in zip(numbers, labels)],
+                       vmin=-0.2, vmax=1, cmap="viridis", annotate=True,
+                       title="cosine similarity of sentence embeddings", figsize=(7.0, 4.2))
+    for t in fig.axes[0].texts:  # the cosines, legible at the page's width
+        t.set_fontsize(9)
+    return fig

@@ -48,8 +48,8 @@ def architecture_figure(n_layers: int = 30):
             colour = colours["attention"]
         x0, w = (0.7, 4.2) if sub else (0.45, 4.5)
         ax.add_patch(FancyBboxPatch((x0, y - 0.3), w, 0.6, boxstyle="round,pad=0.03", fc=colour, ec="#666", lw=0.8))
-        ax.text(x0 + 0.1, y, label.strip(), va="center", fontsize=8.5)
-        ax.text(5.45, y, note, va="center", fontsize=8, color="#333")
+        ax.text(x0 + 0.1, y, label.strip(), va="center", fontsize=9)
+        ax.text(5.45, y, note, va="center", fontsize=9, color="#333")
         if i + 1 < len(_PARTS) and not _PARTS[i + 1][0].startswith("  "):
             ax.annotate("", xy=(2.7, _PARTS[i + 1][2] - 0.32), xytext=(2.7, y + 0.32),
                         arrowprops=dict(arrowstyle="->", color="#444", lw=0.8))
