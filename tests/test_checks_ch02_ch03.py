@@ -93,9 +93,9 @@ def test_all_to_all_mix_checker_reports_a_wrong_shape():
 
 
 def test_chapter3_predictions_are_registered_with_answers():
-    checks.check_prediction("ch3_steps_picture", 10)
-    checks.check_prediction("ch3_depth_double", "the same")
+    checks.check_prediction("ch3_steps_picture", 105)
+    checks.check_prediction("ch3_depth_stack", 4)
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
-        checks.check_prediction("ch3_steps_picture", 3)
+        checks.check_prediction("ch3_steps_picture", 10)
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
-        checks.check_prediction("ch3_depth_double", "double")
+        checks.check_prediction("ch3_depth_stack", 2 * 2048)
