@@ -55,7 +55,8 @@ def test_check_bilinear_scores_rejects_mistakes_with_a_hint(wrong, hint):
 
 
 @pytest.mark.parametrize("key, right, wrong", [
-    ("ch4_static_no_positions", "near 1.00", "near chance (1/16)"),
+    ("ch4_fixed_no_positions", "near the bag-of-tokens guess", "near 1.00"),
+    ("ch4_salient_no_positions", "well above the bag-of-tokens guess", "near the bag-of-tokens guess"),
     ("ch5_shared_symmetric", "yes", "no"),
     ("ch5_rank_qk", 2, 32),
 ])
