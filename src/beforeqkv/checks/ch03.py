@@ -5,7 +5,7 @@ import torch
 
 from ._core import compare, register_question
 
-__all__ = ["check_all_to_all_mix"]
+__all__ = ["check_all_to_all_mix", "check_window_mix"]
 
 
 def _mix(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -39,6 +39,54 @@ def check_all_to_all_mix(fn):
             "use the weights as given; do not softmax them here.":
                 lambda x, w: _mix(x, torch.softmax(w, dim=-1)),
         },
+    )
+
+
+def _window_weights(T: int, k: int, dtype=torch.float32) -> torch.Tensor:
+    """(T, T) weights of a causal moving average over the last k inputs: w_ij = 1/n_i for i-k < j <= i."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    w = ((j <= i) & (j > i - k)).to(dtype)  # (T, T) the window
+    return w / w.sum(-1, keepdim=True)  # each row sums to 1
+
+
+def _window_cases():
+    g = torch.Generator().manual_seed(3)
+    r = lambda *shape: torch.randn(*shape, generator=g)  # noqa: E731
+    return [
+        (r(6, 2), 3),  # x (T, d), window 3
+        (r(5, 3), 1),  # k = 1: every output is its own input
+        (r(4, 2), 10),  # k > T: the mean of everything so far
+        (r(1, 4), 2),  # T = 1
+        (r(2, 7, 3), 2),  # a batch
+        (r(2, 3, 5, 2), 4),  # two batch dimensions
+    ]
+
+
+def check_window_mix(fn):
+    """Check ``fn(x, k) -> y``: y_i = mean of x_j over the window max(0, i-k+1) <= j <= i; x (..., T, d)."""
+    def mean_of(weights):
+        return lambda x, k: _mix(x, weights(x.shape[-2], k))
+
+    def noncausal(T, k):  # a window centred on i, reading the future too
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+        w = ((j - i).abs() < k).float()
+        return w / w.sum(-1, keepdim=True)
+
+    return compare(
+        fn, mean_of(_window_weights), _window_cases(), "window_mix",
+        mistakes={
+            "the window must not reach into the future: output i reads inputs j <= i only.":
+                mean_of(noncausal),
+            "the window holds the last k inputs, i itself included (i-k < j <= i); yours holds k + 1.":
+                mean_of(lambda T, k: _window_weights(T, k + 1)),
+            "near the start a window holds fewer than k inputs: divide by how many it holds, "
+            "so that every row of w sums to 1.":
+                mean_of(lambda T, k: _window_weights(T, k) * _window_weights(T, k).ne(0).sum(-1, keepdim=True) / k),
+            "every output reads all the inputs before it: use only the last k.":
+                mean_of(lambda T, k: _window_weights(T, T)),
+        },
+        describe=lambda a: f"x {tuple(a[0].shape)}, k={a[1]}",
     )
 
 
