@@ -93,9 +93,46 @@ def test_all_to_all_mix_checker_reports_a_wrong_shape():
 
 
 def test_chapter3_predictions_are_registered_with_answers():
-    checks.check_prediction("ch3_steps_picture", 10)
-    checks.check_prediction("ch3_depth_double", "the same")
+    checks.check_prediction("ch3_steps_picture", 105)
+    checks.check_prediction("ch3_depth_stack", 4)
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
-        checks.check_prediction("ch3_steps_picture", 3)
+        checks.check_prediction("ch3_steps_picture", 10)
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
-        checks.check_prediction("ch3_depth_double", "double")
+        checks.check_prediction("ch3_depth_stack", 2 * 2048)
+
+
+def good_window_mix(x, k):
+    T = x.shape[-2]
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    w = ((j <= i) & (j > i - k)).float()  # (T, T)
+    return (w / w.sum(-1, keepdim=True)) @ x
+
+
+def test_window_mix_checker_passes_the_canonical_answer(capsys):
+    checks.check_window_mix(good_window_mix)
+    assert "\u2713" in capsys.readouterr().out
+
+
+def _cumsum_window(x, k):  # a different correct route: running sums
+    c = torch.cat([torch.zeros_like(x[..., :1, :]), x.cumsum(-2)], dim=-2)
+    T = x.shape[-2]
+    hi = torch.arange(1, T + 1)
+    lo = (hi - k).clamp(min=0)
+    return (c[..., hi, :] - c[..., lo, :]) / (hi - lo)[:, None]
+
+
+def test_window_mix_checker_passes_another_correct_route(capsys):
+    checks.check_window_mix(_cumsum_window)
+    assert "\u2713" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, k: good_window_mix(x, k + 1), "holds k \\+ 1"),
+    (lambda x, k: good_window_mix(x, x.shape[-2]), "use only the last k"),
+    (lambda x, k: _cumsum_window(x, k) * (torch.arange(1, x.shape[-2] + 1).clamp(max=k) / k)[:, None],
+     "fewer than k"),
+    (lambda x, k: x, "wrong values"),
+])
+def test_window_mix_checker_rejects_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_window_mix(wrong)

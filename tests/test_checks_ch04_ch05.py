@@ -55,12 +55,44 @@ def test_check_bilinear_scores_rejects_mistakes_with_a_hint(wrong, hint):
 
 
 @pytest.mark.parametrize("key, right, wrong", [
-    ("ch4_static_no_positions", "near 1.00", "near chance (1/16)"),
-    ("ch5_shared_symmetric", "yes", "no"),
-    ("ch5_rank_qk", 2, 32),
+    ("ch4_fixed_no_positions", "near the bag-of-tokens guess", "near 1.00"),
+    ("ch4_salient_no_positions", "well above the bag-of-tokens guess", "near the bag-of-tokens guess"),
+    ("ch5_weights_symmetric", "no", "yes"),
+    ("ch5_rank_qk", 32, 64),
 ])
 def test_predictions_accept_the_answer_and_reject_others(key, right, wrong, capsys):
     checks.check_prediction(key, right)
     assert "right" in capsys.readouterr().out
     with pytest.raises(CheckFailure):
         checks.check_prediction(key, wrong)
+
+
+def good_triad_qk():
+    angle = torch.tensor([0.0, 2.0, 4.0]) * torch.pi / 3
+    keys = torch.stack([angle.cos(), angle.sin()])  # (2, 3)
+    return 4 * keys[:, [1, 2, 0]], keys
+
+
+def test_check_triad_qk_passes_the_canonical_answer(capsys):
+    checks.check_triad_qk(good_triad_qk)
+    assert "\u2713" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda: (4 * good_triad_qk()[1][:, [2, 0, 1]], good_triad_qk()[1]), "backwards"),   # points at its predecessor
+    (lambda: (4 * good_triad_qk()[1], good_triad_qk()[1]), "itself highest"),          # W_Q = W_K: symmetric
+    (lambda: (good_triad_qk()[0] / 4, good_triad_qk()[1]), "scale W_Q"),                # right but too soft
+    (lambda: (torch.zeros(3, 3), torch.zeros(3, 3)), "shape \\(2, 3\\)"),              # full rank, wrong shape
+    (lambda: good_triad_qk()[0], "pair"),                                               # returns one matrix
+])
+def test_check_triad_qk_rejects_mistakes_with_a_hint(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_triad_qk(wrong)
+
+
+def test_check_triad_qk_reports_an_unfinished_answer():
+    def unfinished():
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailure, match="not implemented yet"):
+        checks.check_triad_qk(unfinished)

@@ -164,7 +164,7 @@ def heatmap(matrix, xlabels: Sequence[str] | None = None, ylabels: Sequence[str]
     if annotate:
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
-                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=9,
                         color="white" if m[i, j] < (np.nanmax(m) + np.nanmin(m)) / 2 else "black")
     if colorbar:
         fig.colorbar(im, ax=ax, shrink=0.85)

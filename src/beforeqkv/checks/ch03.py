@@ -5,7 +5,7 @@ import torch
 
 from ._core import compare, register_question
 
-__all__ = ["check_all_to_all_mix"]
+__all__ = ["check_all_to_all_mix", "check_window_mix"]
 
 
 def _mix(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -42,20 +42,72 @@ def check_all_to_all_mix(fn):
     )
 
 
+def _window_weights(T: int, k: int, dtype=torch.float32) -> torch.Tensor:
+    """(T, T) weights of a causal moving average over the last k inputs: w_ij = 1/n_i for i-k < j <= i."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    w = ((j <= i) & (j > i - k)).to(dtype)  # (T, T) the window
+    return w / w.sum(-1, keepdim=True)  # each row sums to 1
+
+
+def _window_cases():
+    g = torch.Generator().manual_seed(3)
+    r = lambda *shape: torch.randn(*shape, generator=g)  # noqa: E731
+    return [
+        (r(6, 2), 3),  # x (T, d), window 3
+        (r(5, 3), 1),  # k = 1: every output is its own input
+        (r(4, 2), 10),  # k > T: the mean of everything so far
+        (r(1, 4), 2),  # T = 1
+        (r(2, 7, 3), 2),  # a batch
+        (r(2, 3, 5, 2), 4),  # two batch dimensions
+    ]
+
+
+def check_window_mix(fn):
+    """Check ``fn(x, k) -> y``: y_i = mean of x_j over the window max(0, i-k+1) <= j <= i; x (..., T, d)."""
+    def mean_of(weights):
+        return lambda x, k: _mix(x, weights(x.shape[-2], k))
+
+    def noncausal(T, k):  # a window centred on i, reading the future too
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+        w = ((j - i).abs() < k).float()
+        return w / w.sum(-1, keepdim=True)
+
+    return compare(
+        fn, mean_of(_window_weights), _window_cases(), "window_mix",
+        mistakes={
+            "the window must not reach into the future: output i reads inputs j <= i only.":
+                mean_of(noncausal),
+            "the window holds the last k inputs, i itself included (i-k < j <= i); yours holds k + 1.":
+                mean_of(lambda T, k: _window_weights(T, k + 1)),
+            "near the start a window holds fewer than k inputs: divide by how many it holds, "
+            "so that every row of w sums to 1.":
+                mean_of(lambda T, k: _window_weights(T, k) * _window_weights(T, k).ne(0).sum(-1, keepdim=True) / k),
+            "every output reads all the inputs before it: use only the last k.":
+                mean_of(lambda T, k: _window_weights(T, T)),
+        },
+        describe=lambda a: f"x {tuple(a[0].shape)}, k={a[1]}",
+    )
+
+
 register_question(
-    "ch3_steps_picture", 10,
+    "ch3_steps_picture", 105,
     "With recurrence, unit (layer l, position t) must wait for its left neighbour and for the "
-    "layer below, so the last unit is ready at step n_tokens + n_layers - 1 = 8 + 3 - 1 = 10. "
-    "Without recurrence every layer is one step: 3 steps, however long the sequence.",
+    "layer below, so the last unit is ready at step n_tokens + n_layers - 1 = 100 + 6 - 1 = 105. "
+    "Without recurrence every layer is one step: 6 steps, however long the sequence.",
     tolerance=0.5,
-    hint="draw the grid of 3 layers by 8 tokens and mark, for each unit, the first step at which "
-         "everything it waits for is ready."
+    hint="draw a small grid (2 layers by 4 tokens, as in the figure), find the rule for the last "
+         "unit's step, then apply it to 6 layers by 100 tokens.",
+    reveals=["ch3_steps_deep"],
 )
 register_question(
-    "ch3_depth_double", "the same",
-    "One attention layer is a fixed recipe of matrix products, a softmax and reshapes; a longer "
-    "sequence makes each operation bigger, not the recipe longer. The loop RNN's depth doubles "
-    "(3T + 2), because each step waits for the one before.",
-    choices=["the same", "double", "quadruple"],
-    hint="depth counts operations that must wait for each other, not how big each operation is."
+    "ch3_depth_stack", 4,
+    "Each layer is a fixed recipe of matrix products, a softmax and reshapes, and it must wait "
+    "for the layer below: 4 layers are 4 recipes in a row. A longer sequence makes each "
+    "operation bigger, not the recipe longer, so going from 1024 to 2048 tokens changes "
+    "nothing: 4 times one layer's depth.",
+    tolerance=0.5,
+    hint="depth counts operations that must wait for each other, not how big each operation is; "
+         "what must wait for what in a stack?",
+    reveals=["ch3_depth_stack_ratio"],
 )

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from ._core import compare, register_question
+from ._core import CheckFailure, checker, compare, passed, register_question
 
-__all__ = ["check_bilinear_scores", "bilinear_scores_reference"]
+__all__ = ["check_bilinear_scores", "bilinear_scores_reference", "check_triad_qk"]
 
 
 def bilinear_scores_reference(x_q: torch.Tensor, x_k: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
@@ -42,19 +42,78 @@ def check_bilinear_scores(fn):
             describe=lambda a: f"x_q {tuple(a[0].shape)}, x_k {tuple(a[1].shape)}")
 
 
+TRIAD = ("rock", "scissors", "paper")  # rock beats scissors beats paper beats rock
+
+
+@checker
+def check_triad_qk(fn, min_weight: float = 0.9):
+    """Check ``fn() -> (W_Q, W_K)``, each (2, 3): rank-2 queries and keys for one triad.
+
+    With one-hot items (columns of ``torch.eye(3)``: rock, scissors, paper), the scores
+    ``s_ij = (W_Q x_i) . (W_K x_j)`` must give every item at least ``min_weight`` of its
+    softmax weight on the item it beats (keys include the item itself).
+    """
+    if not callable(fn):
+        raise CheckFailure("pass the function itself: check_triad_qk(my_triad_qk)")
+    try:
+        out = fn()
+    except NotImplementedError:
+        raise CheckFailure("triad_qk: not implemented yet. Write your code where it says "
+                           "`# YOUR CODE HERE` and delete `raise NotImplementedError()`, "
+                           "then run this cell again.") from None
+    except Exception as err:  # the reader's own error, shown as a failed check
+        raise CheckFailure(f"triad_qk raised {type(err).__name__}: {err}") from None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise CheckFailure("return a pair (W_Q, W_K)")
+    W_Q, W_K = out
+    for name, W in (("W_Q", W_Q), ("W_K", W_K)):
+        if not isinstance(W, torch.Tensor) or tuple(W.shape) != (2, 3):
+            shape = tuple(W.shape) if isinstance(W, torch.Tensor) else type(W).__name__
+            raise CheckFailure(f"{name} must be a tensor of shape (2, 3) (d_head = 2 rows, one "
+                               f"column per item), got {shape}")
+        if not torch.isfinite(W).all():
+            raise CheckFailure(f"{name} holds NaN or inf")
+    x = torch.eye(3, dtype=torch.float64)  # (3, 3) one-hot items as rows
+    S = (x @ W_Q.T.double()) @ (x @ W_K.T.double()).T  # (3, 2) @ (2, 3) -> (3, 3): s_ij
+    a = torch.softmax(S, dim=-1)  # (3, 3)
+    target = [1, 2, 0]  # the item each one beats
+    reads = S.argmax(-1).tolist()
+    if reads == [2, 0, 1]:
+        raise CheckFailure("every item points at the item that beats it: the cycle runs backwards. "
+                           "Rock beats scissors: rock's query must match scissors' key.")
+    if reads == [0, 1, 2]:
+        raise CheckFailure("every item scores itself highest: that is the self-preference of a "
+                           "symmetric score. Point each query at the key of the item it beats.")
+    for i, j in enumerate(target):
+        if reads[i] != j:
+            raise CheckFailure(f"{TRIAD[i]}'s highest score is for {TRIAD[reads[i]]}, but {TRIAD[i]} "
+                               f"beats {TRIAD[j]}: scores of {TRIAD[i]} = {S[i].tolist()}")
+    if (a[range(3), target] < min_weight).any():
+        raise CheckFailure(f"the right keys win, but the weights on them are "
+                           f"{[round(v, 3) for v in a[range(3), target].tolist()]}, below {min_weight}: "
+                           "scale W_Q (or W_K) up to sharpen the softmax.")
+    passed("every item of the triad reads the item it beats, with rank 2")
+
+
 register_question(
-    "ch5_shared_symmetric",
-    "yes",
-    "(W x_i) . (W x_j) = x_i^T (W^T W) x_j and W^T W is symmetric: s_ij = s_ji for every "
-    "W. One projection shared by both sides cannot make the score directional.",
+    "ch5_weights_symmetric",
+    "no",
+    "Each row of weights is divided by its own normaliser: a_ij / a_ji = Z_j / Z_i with "
+    "Z_i = sum_j' exp s_ij'. Symmetric scores give symmetric weights only when every row has "
+    "the same normaliser. What a symmetric score cannot do is make i prefer j while j compares "
+    "the pair the other way: s_ij = s_ji.",
     choices=["yes", "no"],
+    hint="write a_ij and a_ji out with their denominators.",
+    reveals=["ch5_weights_asym"],
 )
 
 register_question(
     "ch5_rank_qk",
-    2,
-    "A = W_Q^T W_K is a (32 x r) matrix times an (r x 32) one: its rank is at most r = 2, "
-    "and random (or trained) weights reach that bound.",
+    32,
+    "A = W_Q^T W_K is (32 x 64) times (64 x 32): a 32 x 32 matrix, whose rank is at most 32, "
+    "and random weights reach it. The rank is at most min(d_head, d).",
     tolerance=0,
-    hint='the rank of a product is at most the smallest inner dimension.'
+    hint="the rank of a matrix is at most its number of rows, and at most the inner dimension "
+         "of a product.",
+    reveals=["ch5_rank_wide"],
 )

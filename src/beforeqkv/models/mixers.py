@@ -3,7 +3,7 @@
 * :class:`StaticMixer` - one learned weight per *position*, ``softmax(w)``: the
   "random synthesizer" of Tay et al. (2021). The same weights for every input.
 * :class:`ContentMixer` - weights computed from the inputs,
-  ``a_j = softmax_j(W_Q h_q . W_K h_j / sqrt(d))``; learned positions optional.
+  ``a_j = softmax_j(W_Q x_q . W_K x_j / sqrt(d))``; learned positions optional.
 * :class:`TriadModel` - one attention layer with a pluggable score
   (:mod:`beforeqkv.scores`) for the rock-paper-scissors task of chapter 5.
 
@@ -26,7 +26,7 @@ class _QueryMixer(nn.Module):
     """Shared parts: token/query/position embeddings, W_V, and the readout MLP.
 
     ``forward(tokens (B, T), query (B,)) -> logits (B, d_vocab)`` with
-    ``out = MLP(h_q + sum_j a_j W_V h_j)``, ``h_j = W_E[tokens_j] (+ W_pos[j])``, ``h_q = W_E_query[query]``.
+    ``out = MLP(x_q + sum_j a_j W_V x_j)``, ``x_j = W_E[tokens_j] (+ W_pos[j])``, ``x_q = W_E_query[query]``.
     """
 
     def __init__(self, n_ctx: int = 16, d_vocab: int = 16, n_queries: int = 16, d_model: int = 32,
@@ -42,30 +42,30 @@ class _QueryMixer(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_vocab))
 
     def embed(self, tokens: torch.Tensor, query: torch.Tensor):
-        """tokens (B, T), query (B,) -> h (B, T, d), h_q (B, d)."""
+        """tokens (B, T), query (B,) -> x (B, T, d), x_q (B, d)."""
         check_ids("tokens", tokens, self.d_vocab, 2)
         check_ids("query", query, self.n_queries, 1)
         if query.shape[0] != tokens.shape[0]:
             raise ValueError(f"tokens {tuple(tokens.shape)} and query {tuple(query.shape)} disagree on B")
         self._check_length(tokens.shape[1])
-        h = self.W_E(tokens)  # (B, T, d)
+        x = self.W_E(tokens)  # (B, T, d)
         if self.W_pos is not None:
-            h = h + self.W_pos.weight[: tokens.shape[1]]  # (B, T, d) + (T, d)
-        return h, self.W_E_query(query)  # (B, T, d), (B, d)
+            x = x + self.W_pos.weight[: tokens.shape[1]]  # (B, T, d) + (T, d)
+        return x, self.W_E_query(query)  # (B, T, d), (B, d)
 
     def _check_length(self, t: int) -> None:
         if self.W_pos is not None and t > self.n_ctx:
             raise ValueError(f"sequence of length {t} is longer than the {self.n_ctx} learned positions")
 
-    def _mix_weights(self, h: torch.Tensor, h_q: torch.Tensor) -> torch.Tensor:
+    def _mix_weights(self, x: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     def forward(self, tokens: torch.Tensor, query: torch.Tensor, return_weights: bool = False):
         """-> logits (B, d_vocab); with ``return_weights=True`` also the weights a (B, T)."""
-        h, h_q = self.embed(tokens, query)  # (B, T, d), (B, d)
-        a = self._mix_weights(h, h_q)  # (B, T)
-        read = torch.einsum("bj,bjd->bd", a, self.W_V(h))  # (B, d)
-        logits = self.mlp(h_q + read)  # (B, d_vocab)
+        x, x_q = self.embed(tokens, query)  # (B, T, d), (B, d)
+        a = self._mix_weights(x, x_q)  # (B, T)
+        read = torch.einsum("bj,bjd->bd", a, self.W_V(x))  # (B, d)
+        logits = self.mlp(x_q + read)  # (B, d_vocab)
         return (logits, a) if return_weights else logits
 
 
@@ -88,12 +88,12 @@ class StaticMixer(_QueryMixer):
             raise ValueError(f"a static mixer has one weight per position, learned for T={self.n_ctx}; "
                              f"it cannot mix a sequence of length {t}")
 
-    def _mix_weights(self, h, h_q):
-        return torch.softmax(self.w, dim=0).expand(h.shape[0], -1)  # (B, T)
+    def _mix_weights(self, x, x_q):
+        return torch.softmax(self.w, dim=0).expand(x.shape[0], -1)  # (B, T)
 
 
 class ContentMixer(_QueryMixer):
-    """Content attention ``a_j = softmax_j(W_Q h_q . W_K h_j / sqrt(d))``. Derived in chapter 4.
+    """Content attention ``a_j = softmax_j(W_Q x_q . W_K x_j / sqrt(d))``. Derived in chapter 4.
 
     forward(tokens (B, T), query (B,)) -> logits (B, d_vocab) [, weights (B, T)].
 
@@ -107,9 +107,9 @@ class ContentMixer(_QueryMixer):
         self.W_Q = nn.Linear(d_model, d_model, bias=False)
         self.W_K = nn.Linear(d_model, d_model, bias=False)
 
-    def _mix_weights(self, h, h_q):
-        q = self.W_Q(h_q)  # (B, d)
-        k = self.W_K(h)  # (B, T, d)
+    def _mix_weights(self, x, x_q):
+        q = self.W_Q(x_q)  # (B, d)
+        k = self.W_K(x)  # (B, T, d)
         s = torch.einsum("bd,btd->bt", q, k) / math.sqrt(self.d_model)  # (B, T)
         return torch.softmax(s, dim=-1)  # (B, T)
 
