@@ -49,10 +49,12 @@ def test_check_attention_read_reports_a_stub():
 
 
 def test_predictions_accept_the_answer_and_reject_others(capsys):
-    checks.check_prediction("ch1_lstm_state_size", 128)
+    checks.check_prediction("ch1_lstm_state_size", 192)
     checks.check_prediction("ch1_lstm_n32", "Chance")
     with pytest.raises(CheckFailure):
-        checks.check_prediction("ch1_lstm_state_size", 64)
+        checks.check_prediction("ch1_lstm_state_size", 96)
+    with pytest.raises(CheckFailure):
+        checks.check_prediction("ch1_lstm_state_size", 128)
     with pytest.raises(CheckFailure):
         checks.check_prediction("ch1_lstm_n32", "near perfect")
     with pytest.raises(CheckFailure, match="one of"):

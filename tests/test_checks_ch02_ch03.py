@@ -57,10 +57,12 @@ def test_linear_attention_checker_rejects_typical_mistakes_with_a_hint(broken, h
 
 
 def test_chapter2_predictions_are_registered_with_answers():
-    checks.check_prediction("ch2_memory_numbers", 256)
-    checks.check_prediction("ch2_bigger_memory", "Higher")
+    checks.check_prediction("ch2_memory_numbers", 288)
+    checks.check_prediction("ch2_bigger_memory", "64")
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
-        checks.check_prediction("ch2_memory_numbers", 32000)
+        checks.check_prediction("ch2_memory_numbers", 180000)
+    with pytest.raises(CheckFailure, match="not what the experiment shows"):
+        checks.check_prediction("ch2_bigger_memory", 256)
     with pytest.raises(CheckFailure, match="one of"):
         checks.check_prediction("ch2_bigger_memory", "maybe")
 

@@ -52,15 +52,17 @@ def check_attention_read(fn):
 
 
 register_question(
-    "ch1_lstm_state_size", 128,
-    "An nn.LSTM with hidden size H carries two vectors from step to step, h and c: 2 x 64 = 128 numbers, "
-    "however many facts it has read.",
+    "ch1_lstm_state_size", 192,
+    "Each layer of a stacked nn.LSTM carries its own two vectors, h and c, from step to step: "
+    "2 layers x 2 vectors x 48 = 192 numbers, however many facts it has read.",
     tolerance=0,
-    hint='an nn.LSTM carries two vectors from step to step, not one.'
+    hint="an nn.LSTM layer carries two vectors from step to step, and each layer has its own.",
+    reveals=["ch1_lstm2_state"],
 )
 register_question(
     "ch1_lstm_n32", "chance",
-    "With 32 pairs squeezed into the same 128 numbers, the LSTM ends close to chance (1/16) within the "
+    "With 32 pairs squeezed into the same 128 numbers, the LSTM ends near chance (1/16; under three times it) within the "
     "training budget, while attention, whose memory grows with N, stays near perfect.",
     choices=["near perfect", "in between", "chance"],
+    reveals=["ch1_lstm_n32"],
 )

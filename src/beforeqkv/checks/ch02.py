@@ -70,18 +70,21 @@ def check_linear_attention(fn):
 
 
 register_question(
-    "ch2_memory_numbers", 256,
-    "M = sum_j v_j k_j^T is d_v x d_k = 16 x 16 = 256 numbers after 4 pairs or after 1000: "
-    "writing a pair adds to M, it never makes M bigger. Softmax attention keeps all 1000 "
-    "keys and values instead: 1000 x (16 + 16) = 32000 numbers.",
+    "ch2_memory_numbers", 288,
+    "M = sum_j v_j k_j^T is d_v x d_k = 12 x 24 = 288 numbers after 4 pairs or after 5000: "
+    "writing a pair adds to M, it never makes M bigger. Softmax attention keeps all 5000 "
+    "keys and values instead: 5000 x (24 + 12) = 180000 numbers.",
     tolerance=0.5,
-    hint='does writing one more pair into M make M bigger?'
+    hint="does writing one more pair into M make M bigger? Which widths give M's shape?",
+    reveals=["ch2_mem_numbers", "ch2_mem_softmax"],
 )
 register_question(
-    "ch2_bigger_memory", "higher",
-    "A d x d memory can hold d orthogonal keys without any crosstalk, and random keys interfere "
-    "less in more dimensions (k_i . k_j shrinks like 1/sqrt(d)). Growing d_k from 16 to 64 "
-    "quadruples the room, so recall at N = 64 goes up. But the memory still stops growing "
-    "at some size, while N can keep growing.",
-    choices=["higher", "lower", "the same"],
+    "ch2_bigger_memory", 64,
+    "Reading with a stored key returns the answer plus N - 1 crosstalk terms, each of size "
+    "about 1/sqrt(d_k): the noise grows like sqrt((N - 1) / d_k). The same ratio N / d_k gives "
+    "the same recall, so four times the key width holds about four times the pairs: 64, "
+    "not 16 (the width matters) and not 256 (the capacity grows like d_k, not d_k^2).",
+    choices=[16, 64, 256],
+    hint="how does the size of the crosstalk depend on N and on d_k?",
+    reveals=["ch2_wide_n16", "ch2_wide_n64", "ch2_wide_n256"],
 )
