@@ -1,14 +1,18 @@
-"""Checkers for chapter 8: the causal mask, causal attention and two predictions."""
+"""Checkers for chapter 8: the causal mask, causal attention, the reader's block and GPT, predictions."""
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
+from . import _core
 from ..attention import attend, causal_mask
+from ..models import GPT, GPTConfig, TransformerBlock
 from ._core import CheckFailure, checker, compare, register_question
 
-__all__ = ["check_causal_mask", "check_causal_attention"]
+__all__ = ["check_causal_mask", "check_causal_attention", "check_transformer_block", "check_gpt",
+           "reader_weights"]
 
 
 @checker
@@ -88,16 +92,164 @@ def check_causal_attention(fn):
             describe=lambda args: f"q, k, v of shape {tuple(args[0].shape)}")
 
 
+# ---------------------------------------------------------------- the reader's block and GPT
+def reader_weights(model: torch.nn.Module) -> dict:
+    """The state_dict of a package block or GPT under the reader's names.
+
+    The package nests the weights one level deeper (``attn.W_Q``, ``mlp.W_in``); the
+    reader's block holds them directly (``W_Q``, ``W_in``): drop those two prefixes.
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"reader_weights needs a package module, got {type(model).__name__}")
+    return {re.sub(r"(^|\.)(attn|mlp)\.", r"\1", k): v for k, v in model.state_dict().items()}
+
+
+def _randomise(model: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """Seeded weights of order 1 (norm gains around 1), so every part changes the output."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g)
+            p.copy_(1 + 0.2 * noise if name.endswith("norm_attn.weight") or name.endswith("norm_mlp.weight")
+                    or name.endswith("norm_final.weight") else 0.3 * noise)
+    return model.eval()
+
+
+def _load(cls, args, model, what):
+    try:
+        mine = cls(*args)
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        raise CheckFailure(f"{what}: {cls.__name__}{args} raised {type(err).__name__}: {err}") from None
+    try:
+        mine.load_state_dict(reader_weights(model))
+    except RuntimeError as err:
+        raise CheckFailure(f"{what}: the package's weights do not load into yours; keep the names of "
+                           f"the given __init__ (W_Q, ..., W_in, W_out, norm_attn, norm_mlp).\n{err}") from None
+    return mine.eval()
+
+
+def _block(x, n_heads, seed, **options):
+    return _randomise(TransformerBlock(d_model=x.shape[-1], n_heads=n_heads, bias=True, **options), seed)
+
+
+def _block_cases():
+    g = torch.Generator().manual_seed(81)
+    for (b, t, d_model, n_heads) in [(2, 7, 16, 4), (1, 1, 8, 2), (3, 5, 12, 1)]:  # T = 1, one head
+        yield torch.randn(b, t, d_model, generator=g), n_heads, 10 + t
+
+
+def _block_mistakes():
+    def scaled(by_d_model):
+        def run(x, n_heads, seed):
+            ref = _block(x, n_heads, seed)
+            ref.attn.scale = x.shape[-1] ** -0.5 if by_d_model else 1.0
+            return ref(x)
+        return run
+    return {
+        "this is post-norm, x = LN(x + attn(x)); the block is pre-norm: x = x + attn(LN(x)), "
+        "then x = x + mlp(LN(x)).": lambda x, n, s: _block(x, n, s, prenorm=False)(x),
+        "the residual connections are missing: ADD each sublayer's output to its input, "
+        "x + attn(LN(x)), instead of replacing x.": lambda x, n, s: _block(x, n, s, residual=False)(x),
+        "position i reads the future: fill the scores of j > i with -inf before the softmax.":
+            lambda x, n, s: _block(x, n, s)(x, causal=False),
+        "scale the scores by 1/sqrt(d_head).": scaled(False),
+        "the scale is 1/sqrt(d_head), the width of ONE head, not 1/sqrt(d_model).": scaled(True),
+        "the MLP's nonlinearity is GELU (F.gelu), not ReLU.":
+            lambda x, n, s: _block(x, n, s, activation="relu")(x),
+    }
+
+
+def _report(cls, name, run, reference, cases, mistakes, describe):
+    """compare(), reported in the mode of the reader's ``forward`` (strict where it holds the solution)."""
+    __tracebackhide__ = True
+    try:
+        _core._compare(run, reference, list(cases), name, mistakes, 1e-5, 1e-4, describe, {})
+    except CheckFailure as err:
+        return _core._report(name, err, getattr(cls, "forward", None))
+    _core.passed(f"{name} matches the reference on every case")
+    return _core.CheckResult(name, True)
+
+
+def check_transformer_block(block_cls):
+    """Check a pre-norm block class ``block_cls(d_model, n_heads)``, x (B, T, d_model) -> same.
+
+    On each case the checker builds a ``models.TransformerBlock`` with seeded random weights,
+    copies them into the reader's block with ``load_state_dict(reader_weights(package_block))``
+    and compares the two outputs.
+    """
+    __tracebackhide__ = True
+
+    def run(x, n_heads, seed):
+        with torch.no_grad():
+            return _load(block_cls, (x.shape[-1], n_heads), _block(x, n_heads, seed), "your block")(x)
+
+    def reference(x, n_heads, seed):
+        with torch.no_grad():
+            return _block(x, n_heads, seed)(x)
+
+    return _report(block_cls, "Transformer block", run, reference, _block_cases(), _block_mistakes(),
+                   lambda a: f"x of shape {tuple(a[0].shape)}, n_heads={a[1]}")
+
+
+GPT_SIZES = ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers")
+
+
+def _gpt(sizes, seed, **options):
+    return _randomise(GPT(GPTConfig(**dict(zip(GPT_SIZES, sizes)), **options)), seed)
+
+
+def _gpt_cases():
+    g = torch.Generator().manual_seed(82)
+    for sizes, (b, t) in [((11, 8, 16, 4, 2), (2, 8)), ((5, 6, 8, 2, 1), (1, 1)), ((7, 9, 12, 3, 3), (3, 4))]:
+        yield torch.randint(0, sizes[0], (b, t), generator=g), sizes, 20 + t
+
+
+def _gpt_mistake(**options):
+    def run(tokens, sizes, seed):
+        model = _gpt(sizes, seed, **options)
+        model.load_state_dict(_gpt(sizes, seed).state_dict(), strict=False)  # the same weights
+        return model(tokens)
+    return run
+
+
+def check_gpt(gpt_cls):
+    """Check a GPT class ``gpt_cls(d_vocab, n_ctx, d_model, n_heads, n_layers)``: (B, T) ids -> logits.
+
+    Like :func:`check_transformer_block`: a ``models.GPT`` with seeded random weights, copied
+    into the reader's model, must give the same logits (B, T, d_vocab).
+    """
+    __tracebackhide__ = True
+
+    def run(tokens, sizes, seed):
+        with torch.no_grad():
+            return _load(gpt_cls, sizes, _gpt(sizes, seed), "your GPT")(tokens)
+
+    def reference(tokens, sizes, seed):
+        with torch.no_grad():
+            return _gpt(sizes, seed)(tokens)
+
+    mistakes = {
+        "add the position vectors: x_t = W_E[token_t] + W_pos[t].": _gpt_mistake(positions="none"),
+        "the final LayerNorm is missing: norm_final before W_U.": _gpt_mistake(final_norm=False),
+    }
+    return _report(gpt_cls, "GPT forward", run, reference, _gpt_cases(), mistakes,
+                   lambda a: f"tokens of shape {tuple(a[0].shape)}, sizes {dict(zip(GPT_SIZES, a[1]))}")
+
+
 register_question(
     "ch8_iid_floor", math.log(16),
     "Every token is drawn uniformly from 16 symbols, independently of the past, so the best "
     "prediction is uniform: loss ln 16 = 2.773 nats. Anything lower must be peeking at the future.",
     tolerance=0.05,
-    hint='what is the best guess when the next token does not depend on the past, and what loss does it get?')
+    hint='what is the best guess when the next token does not depend on the past, and what loss does it get?',
+    reveals=["ch8_ln16", "ch8_mask_parallel", "ch8_mask_prefix"])
 
 register_question(
     "ch8_residual_no_norm", "above",
     "The residual connections do the heavy lifting: the 8-block stack without LayerNorm still "
     "learns recall (well above 0.5), only a little worse than with it. LayerNorm's benefit, stable "
     "training of deep, wide models at high learning rates, hardly shows at this size.",
-    choices=["above", "below"])
+    choices=["above", "below"],
+    reveals=["ch8_acc_nonorm"])
