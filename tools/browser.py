@@ -207,8 +207,8 @@ _INSPECT = r"""(() => {
     if (seen.has(pre)) continue; seen.add(pre);
     if (!pre.offsetParent) continue;                    // hidden (folded) cells do not count
     if (pre.scrollWidth > pre.clientWidth + 1) {
-      const longest = Math.max(...pre.innerText.split('\n').map(l => l.length));
-      wide.push({longest, first: pre.innerText.split('\n')[0].slice(0, 60)});
+      const longest = Math.max(...pre.textContent.split('\n').map(l => l.length));
+      wide.push({longest, first: pre.textContent.split('\n')[0].slice(0, 60)});
     }
   }
   const text = document.body.innerText;
