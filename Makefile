@@ -145,9 +145,11 @@ reader-notebooks: $(STAMP) | $(EXEC)/book
 teachers: $(STAMP)
 	$(BIN)/python tools/teachers.py book book/teachers.md
 
-book-students: $(STAMP) | $(EXEC)/book
+book-students: $(STAMP) vendor | $(EXEC)/book
 	@rm -rf _exec_students && mkdir -p _exec_students
-	@cp -r $(EXEC)/book _config.yml _toc.yml _exec_students/ && cp book/*.md book/*.bib _exec_students/book/
+	@cp -r $(EXEC)/book _config.yml _toc.yml _ext _exec_students/ && cp book/*.md book/*.bib _exec_students/book/
+	@rm -rf _exec_students/book/_static && cp -r book/_static _exec_students/book/_static
+	@cp -r _build/vendor/mathjax _exec_students/book/_static/mathjax
 	$(BIN)/python tools/student.py --site _exec_students/book
 	@rm -rf _build/html-students
 	$(BIN)/jupyter-book build _exec_students --path-output _build/students $(JB_FLAGS)
