@@ -5,6 +5,7 @@ nbgrader: set ``BEFOREQKV_ASSIGNMENTS=dist/assignments`` after ``make assignment
 does; then a missing folder fails), or have nbgrader importable; otherwise they skip.
 The execution proofs use chapter 3, the shortest chapter.
 """
+import copy
 import os
 import re
 import sys
@@ -97,9 +98,11 @@ def test_figure_references_become_numbers_and_captions_follow_their_figures():
     first = nbformat.v4.new_code_cell("plot()", metadata={"mystnb": {"figure": {"name": "fig-a"}}})
     text = nbformat.v4.new_markdown_cell("{numref}`fig-b` beats {numref}`Figure %s <fig-a>`.")
     nb = nbformat.v4.new_notebook(cells=[text, first, fig])
-    out = export_reader.reader_notebook(nb, {"acc": 0.91}, BIB)
+    out = export_reader.reader_notebook(copy.deepcopy(nb), {"acc": 0.91}, BIB)
     assert out.cells[0].source == "Figure 2 beats Figure 1."
     assert [c.source for c in out.cells if c.cell_type == "markdown"][-1] == "**Figure 2.** Loss as 0.9 grows."
+    chapter = export_reader.reader_notebook(nb, {"acc": 0.91}, BIB, export_reader.chapter_of("05_x.ipynb"))
+    assert chapter.cells[0].source == "Figure 5.2 beats Figure 5.1."  # as the site numbers them
     bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("{numref}`fig-zz`")])
     with pytest.raises(KeyError, match="fig-zz"):
         export_reader.reader_notebook(bad, {}, BIB)

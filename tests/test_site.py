@@ -112,3 +112,10 @@ def test_every_figure_is_numbered_captioned_and_described(site, chapter):
                       "caption (give the cell mystnb figure metadata)")
     undescribed = [i["src"] for i in parser.images if i["alt"].startswith("../_images/") or not i["alt"]]
     assert not undescribed, f"{chapter.stem}: {len(undescribed)} figures without alt text"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_figures_are_numbered_by_chapter(site, chapter):
+    n = int(chapter.stem.split("_")[0])
+    numbers = re.findall(r'caption-number">Figure ([\d.]+)', page(site, chapter))
+    assert numbers == [f"{n}.{i}" for i in range(1, len(numbers) + 1)], numbers

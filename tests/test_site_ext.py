@@ -36,3 +36,18 @@ def test_local_scripts_are_not_warnings(monkeypatch, url):
     monkeypatch.setattr(bqkv_site.logger, "warning", lambda msg, **kw: warned.append(msg))
     bqkv_site._clean(None, "p", "page.html", {"script_files": [_JavaScript(url)]}, None)
     assert not warned
+
+
+def test_figures_are_numbered_per_chapter_in_page_order():
+    class Env:
+        toc_fignumbers = {
+            "book/01_a": {"figure": {"fig-a2": (2,), "fig-a1": (1,)}},
+            "book/05_b": {"figure": {"fig-b1": (15,), "fig-b2": (16,)}, "table": {"t": (3,)}},
+            "book/notation": {"figure": {"fig-n": (40,)}},
+        }
+    env = Env()
+    assert bqkv_site._number_figures_per_chapter(None, env) == []
+    assert env.toc_fignumbers["book/01_a"]["figure"] == {"fig-a1": (1, 1), "fig-a2": (1, 2)}
+    assert env.toc_fignumbers["book/05_b"]["figure"] == {"fig-b1": (5, 1), "fig-b2": (5, 2)}
+    assert env.toc_fignumbers["book/05_b"]["table"] == {"t": (5, 1)}
+    assert env.toc_fignumbers["book/notation"]["figure"] == {"fig-n": (1,)}

@@ -93,11 +93,12 @@ def exercises(nb) -> list[dict]:
     return found
 
 
-def source_version(nb, values: dict | None = None, bib: dict | None = None):
+def source_version(nb, values: dict | None = None, bib: dict | None = None,
+                   chapter: int | None = None):
     """The nbgrader source version of an instructor notebook (see the module docstring)."""
     nb = copy.deepcopy(nb)
     if values is not None:
-        export_reader.reader_notebook(nb, values, bib or {})
+        export_reader.reader_notebook(nb, values, bib or {}, chapter)
     _split_headings(nb)
     cells, number, i = [], None, 0
     while i < len(nb.cells):
@@ -184,7 +185,8 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
         if not run.exists():
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)
             return 1
-        source = source_version(nbformat.read(path, as_version=4), export_reader.glue_values(run), bib)
+        source = source_version(nbformat.read(path, as_version=4), export_reader.glue_values(run), bib,
+                                export_reader.chapter_of(path))
         nbformat.write(source, out / "source" / path.name)
         nbformat.write(release_version(source), out / path.name)
         n = len(exercises(source))

@@ -123,11 +123,13 @@ def _directive(m: re.Match, bib: dict, cited: list) -> str:
     return body.strip()
 
 
-def figure_numbers(nb) -> dict[str, int]:
-    """{figure label: its number}, in page order, as Sphinx numbers a page's figures."""
+def figure_numbers(nb, chapter: int | None = None) -> dict[str, str]:
+    """{figure label: its number}, "5.2" for chapter 5's second figure, as the site
+    numbers them (_ext/bqkv_site.py); "2" when the page is not a chapter."""
     names = [c.metadata.get("mystnb", {}).get("figure", {}).get("name") for c in nb.cells
              if c.cell_type == "code"]
-    return {name: i for i, name in enumerate((n for n in names if n), start=1)}
+    prefix = "" if chapter is None else f"{chapter}."
+    return {name: f"{prefix}{i}" for i, name in enumerate((n for n in names if n), start=1)}
 
 
 def reader_markdown(text: str, values: dict, bib: dict, cited: list,
@@ -155,10 +157,17 @@ def reader_markdown(text: str, values: dict, bib: dict, cited: list,
     return DIRECTIVE.sub(lambda m: _directive(m, bib, cited), text)
 
 
-def reader_notebook(nb, values: dict, bib: dict):
-    """The notebook with every markdown cell in plain Markdown and outputs cleared."""
+def chapter_of(path) -> int | None:
+    """5 for book/05_queries_keys.ipynb; None for a page that is not a chapter."""
+    m = re.match(r"(\d+)_", Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None):
+    """The notebook with every markdown cell in plain Markdown and outputs cleared;
+    ``chapter`` numbers its figures as the site does ("Figure 5.2")."""
     cited: list = []
-    figures = figure_numbers(nb)
+    figures = figure_numbers(nb, chapter)
     cells = []
     for cell in nb.cells:
         cells.append(cell)
@@ -195,7 +204,8 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reade
         if not run.exists():
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)
             return 1
-        nb = reader_notebook(nbformat.read(path, as_version=4), glue_values(run), bib)
+        nb = reader_notebook(nbformat.read(path, as_version=4), glue_values(run), bib,
+                             chapter_of(path))
         nbformat.write(nb, out / path.name)
     print(f"wrote reader notebooks to {out}/")
     return 0
