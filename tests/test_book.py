@@ -123,3 +123,14 @@ def test_glue_is_bookkeeping_the_page_does_not_show(path):
              and re.search(r"^\s*(\w+\.)?glue\(", cell.source, re.M)]
     assert not shown, (f"{path.name}: cells {shown} show glue(...) calls on the page; move them "
                        "into a cell tagged remove-cell")
+
+
+def test_every_exercise_shows_its_difficulty_and_time():
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    import marks
+    assert marks.main(["--check", *map(str, CHAPTERS)]) == 0, "run python tools/marks.py --write book/*.ipynb"
+    assert marks.marked("### Exercise 1.1 · A\nText", {"1.1": {"difficulty": 2, "minutes": 5}}) == \
+        "### Exercise 1.1 · A\n*Difficulty ★★☆ · about 5 min*\n\nText"
+    with pytest.raises(ValueError, match="1.2"):
+        marks.marked("### Exercise 1.2 · B", {})
