@@ -1,5 +1,7 @@
-"""Shared fixtures: a seed, and a device fixture over cpu and cuda (cuda skipped when absent)."""
+"""Shared fixtures: a seed, a device fixture over cpu and cuda (cuda skipped when absent), and
+the built site for the site and browser tests."""
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -34,3 +36,17 @@ def gen():
 @pytest.fixture(params=DEVICES)
 def device(request):
     return torch.device(request.param)
+
+
+SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def site(request):
+    """The built site, _build/html. Only on request (.ci/run after `make site`): a stale
+    local build must not fail `make test`."""
+    if not request.config.getoption("--require-site"):
+        pytest.skip("site tests run with --require-site after `make site`")
+    if not (SITE / "index.html").exists():
+        pytest.fail("no built site in _build/html: run `make book`")
+    return SITE

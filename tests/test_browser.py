@@ -22,15 +22,10 @@ PAGES = [f"{f}.html" for f in toc_files()] + ["search.html", "genindex.html"]
 
 
 @pytest.fixture(scope="module")
-def report(request):
-    if not request.config.getoption("--require-site"):
-        pytest.skip("browser tests run with --require-site after `make site`")
-    if not (HTML / "index.html").exists():
-        pytest.fail("no built site in _build/html: run `make book`")
+def report(site):
     if not browser.find_chromium():
         pytest.fail("no Chromium: apt-get install -y chromium (.ci/run installs it)")
-    result = browser.check_site(HTML, SHOTS, PAGES)
-    return result
+    return browser.check_site(site, SHOTS, PAGES)
 
 
 def test_every_page_of_the_table_of_contents_was_built():

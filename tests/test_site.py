@@ -1,21 +1,10 @@
 """Tests on the built site (_build/html): run by .ci/run after `make site`."""
 import re
+from html.parser import HTMLParser
 
 import pytest
 
 from _book import CHAPTERS, ROOT
-
-HTML = ROOT / "_build" / "html"
-
-
-@pytest.fixture(scope="module")
-def site(request):
-    # Only on request (.ci/run after `make site`): a stale local build must not fail `make test`.
-    if not request.config.getoption("--require-site"):
-        pytest.skip("site tests run with --require-site after `make site`")
-    if not (HTML / "index.html").exists():
-        pytest.fail("no built site in _build/html: run `make book`")
-    return HTML
 
 
 def page(site, chapter):
@@ -75,7 +64,7 @@ def test_explorers_are_static_components_not_blank_widgets(site, chapter):
     assert "application/vnd.jupyter.widget-view+json" not in html, f"{chapter.stem} has a blank widget"
 
 
-class _Figures(__import__("html.parser").parser.HTMLParser):
+class _Figures(HTMLParser):
     """Each content image (a cell's output, not a logo or an explorer frame), and whether it
     sits in a <figure> whose caption is numbered."""
 
