@@ -119,25 +119,38 @@ clean:
 	rm -rf _build _exec dist
 
 # Homework (see book/teachers.md):
-#   make assignments       dist/assignments/NN_*.ipynb (student) + source/ (nbgrader), from the executed run
+#   make assignments       dist/assignments/NN_*.ipynb (students) + dist/instructor/source/ (nbgrader)
+#   make instructor        dist/instructor/: answer key, nbgrader source versions (never published)
 #   make reader-notebooks  dist/reader/NN_*.ipynb: the chapters without raw MyST, for Jupyter and Colab
 #   make book-students     _build/html-students: the site without solutions or model answers
 #   make teachers          regenerate book/teachers.md from the notebooks' exercise metadata
 #   make test-homework     all of the above, then the proofs (tests/test_homework.py on the output)
 HW_VENV ?= $(VENV)-homework
-.PHONY: assignments reader-notebooks book-students teachers test-homework
+.PHONY: assignments reader-notebooks book-students teachers test-homework instructor seal
 
-$(HW_VENV)/.installed: requirements-homework.txt
+# nbgrader lives in its own venv; its kernel "python3" is the book's .venv (torch, beforeqkv),
+# so nbgrader's validate/autograde run the notebooks where the package is installed.
+$(HW_VENV)/.installed: requirements-homework.txt $(STAMP)
 	@test -x $(HW_VENV)/bin/python || $(PYTHON) -m venv $(HW_VENV)
 	@echo "== installing nbgrader into $(HW_VENV) (only for make assignments)"
 	@$(HW_VENV)/bin/pip install $(PIPQ) -r requirements-homework.txt
+	@$(BIN)/python -m ipykernel install --prefix $(HW_VENV) --name python3 \
+	  --display-name "Python 3 (beforeqkv)" >/dev/null
 	@touch $@
 
 $(EXEC)/book:
 	$(MAKE) execute
 
 assignments: $(STAMP) $(HW_VENV)/.installed | $(EXEC)/book
-	$(HW_VENV)/bin/python tools/assignments.py book $(EXEC)/book dist/assignments
+	$(HW_VENV)/bin/python tools/assignments.py book $(EXEC)/book dist/assignments dist/instructor
+
+instructor: assignments
+	$(BIN)/python tools/instructor.py book dist/instructor
+	@echo "== instructors only: dist/instructor/ (answer key, nbgrader source versions); students: dist/assignments/"
+
+# Seal the prediction answers (instructor/answers.json) into the package (checks/_sealed.py).
+seal: $(STAMP)
+	$(BIN)/python tools/seal.py
 
 reader-notebooks: $(STAMP) | $(EXEC)/book
 	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
@@ -156,6 +169,7 @@ book-students: $(STAMP) vendor | $(EXEC)/book
 	@rm -rf _build/html-students && mv _build/students/_build/html _build/html-students && rm -rf _build/students
 	@echo "== the students' book is at $(CURDIR)/_build/html-students/index.html"
 
-test-homework: assignments reader-notebooks book-students
-	BEFOREQKV_ASSIGNMENTS=dist/assignments $(BIN)/python -m pytest tests/test_homework.py -q \
+test-homework: instructor reader-notebooks book-students
+	BEFOREQKV_ASSIGNMENTS=dist/assignments BEFOREQKV_INSTRUCTOR=dist/instructor \
+	  NBGRADER_VENV=$(HW_VENV) $(BIN)/python -m pytest tests/test_homework.py -q \
 	  -p no:cacheprovider --junitxml=_build/junit-homework.xml

@@ -68,7 +68,7 @@ def test_every_check_is_a_graded_cell_right_after_its_answer():
         graded = [c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")]
         checks_ = [c for c in source.cells if "checks.check_" in c.source]
         assert checks_ and all(c.metadata["nbgrader"]["grade"] for c in checks_), path.name
-        assert all(assignments.GRADING_ON in c.source for c in checks_), path.name
+        assert all("assert grading.verify(" in c.source.split("### BEGIN HIDDEN TESTS")[1] for c in checks_), path.name
         ids = [c.metadata["nbgrader"]["grade_id"] for c in source.cells if "nbgrader" in c.metadata]
         assert len(ids) == len(set(ids)), path.name
         assert len(graded) >= 3, path.name
@@ -143,8 +143,10 @@ def released(tmp_path_factory):
     folder = os.environ.get("BEFOREQKV_ASSIGNMENTS")
     if folder:
         folder = Path(folder)
-        assert folder.is_dir(), f"{folder} is missing: run `make assignments`"
-        return {p.name: (nbformat.read(folder / "source" / p.name, as_version=4),
+        keys = Path(os.environ.get("BEFOREQKV_INSTRUCTOR", folder.parent / "instructor")) / "source"
+        assert folder.is_dir() and keys.is_dir(), f"{folder} or {keys} is missing: run `make assignments`"
+        assert not (folder / "source").exists(), "the students' folder holds the instructor's versions"
+        return {p.name: (nbformat.read(keys / p.name, as_version=4),
                          nbformat.read(folder / p.name, as_version=4)) for p in CHAPTERS}
     pytest.importorskip("nbgrader", reason="needs nbgrader (make assignments) or BEFOREQKV_ASSIGNMENTS")
     out = {}
@@ -192,7 +194,7 @@ def small(released, tmp_path_factory):
 def _run(path, monkeypatch, graded):
     from beforeqkv import grade
     if graded:
-        return grade.execute(path, timeout=300)
+        return grade.execute(path, timeout=300, source=path.parent / "instructor.ipynb")
     from nbclient import NotebookClient
     monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
     monkeypatch.delenv("BEFOREQKV_CHECKS", raising=False)
@@ -213,6 +215,45 @@ def test_an_untouched_student_notebook_grades_zero(small, monkeypatch):
     auto = [r for r in rows if r["kind"] != "open"]
     assert auto and sum(r["score"] for r in rows) == 0
     assert all(r["status"] == "unanswered" for r in rows if r["kind"] == "open")
+
+
+def _tamper(nb):
+    """What a student might try: patch the checkers and the mode in an answer cell, switch
+    grading off, edit every test cell and its points."""
+    nb = copy.deepcopy(nb)
+    answer = next(c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
+    answer.source += ("\nimport os, beforeqkv.checks as _c\nos.environ['BEFOREQKV_GRADING'] = '0'\n"
+                      "os.environ['BEFOREQKV_CHECKS'] = 'lenient'\n_c._core.mode = lambda fn=None: 'lenient'\n"
+                      "for _n in dir(_c):\n    if _n.startswith('check_'):\n"
+                      "        setattr(_c, _n, lambda *a, **k: True)\n")
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
+            cell.source = "print('all good')"
+            cell.metadata["nbgrader"]["points"] = 100
+    return nb
+
+
+@pytest.mark.parametrize("honest", ["student", "instructor"])
+def test_a_tampered_submission_scores_as_its_honest_content(small, monkeypatch, honest):
+    """Edited test cells and points, a patched checker, a student-set mode: the grade is the
+    honest one (0 for the untouched notebook, full marks for the right answers)."""
+    from beforeqkv import grade
+    nb = nbformat.read(small / f"{honest}.ipynb", as_version=4)
+    nbformat.write(_tamper(nb), small / f"tampered_{honest}.ipynb")
+    rows = grade.score(grade.execute(small / f"tampered_{honest}.ipynb", timeout=300,
+                                     source=small / "instructor.ipynb"))
+    auto = [r for r in rows if r["kind"] != "open"]
+    assert auto and all(r["points"] < 100 for r in auto)
+    if honest == "student":
+        assert sum(r["score"] for r in auto) == 0, grade.table(rows)
+    else:
+        assert all(r["score"] == r["points"] for r in auto), grade.table(rows)
+
+
+def test_grading_needs_the_instructors_version(tmp_path):
+    from beforeqkv import grade
+    with pytest.raises(FileNotFoundError, match="make assignments"):
+        grade.source_for(tmp_path / "03_red_connections.ipynb", tmp_path)
 
 
 def test_the_instructor_notebook_grades_full_marks(small, monkeypatch):
@@ -257,3 +298,63 @@ def test_the_students_site_has_no_solution_and_no_model_answer():
         html = (site / f"{path.stem}.html").read_text(encoding="utf-8")
         assert "Model answer" not in html and "BEGIN SOLUTION" not in html, path.name
         assert "YOUR CODE HERE" in html and ": right." not in html, path.name
+
+
+# ---------------------------------------------------------------- nbgrader itself (chapter 3)
+NBGRADER_SCORES = """
+import sys
+from nbgrader.api import Gradebook
+with Gradebook("sqlite:///" + sys.argv[1]) as gb:
+    for student in sys.argv[2:]:
+        nb = gb.find_submission_notebook("03_red_connections", "ch03", student)
+        code = [g for g in nb.grades if g.cell.cell_type == "code"]
+        print(student, sum(g.score for g in code), sum(g.max_score for g in code))
+"""
+
+
+@pytest.fixture(scope="module")
+def nbgrader_course(released, tmp_path_factory):
+    """A course with chapter 3 as assignment ch03, two submissions (the untouched release and
+    the instructor's answers), autograded by nbgrader with the kernel `make assignments` set up."""
+    import shutil
+    import subprocess
+    venv = os.environ.get("NBGRADER_VENV")
+    if not venv:
+        pytest.skip("set NBGRADER_VENV (make test-homework does)")
+    course = tmp_path_factory.mktemp("course")
+    source, release = released[SMALL.name]
+    for folder, nb in [("source/ch03", source), ("submitted/alice/ch03", release),
+                       ("submitted/teacher/ch03", source)]:
+        (course / folder).mkdir(parents=True)
+        nbformat.write(nb, course / folder / SMALL.name)
+    keys = Path(os.environ.get("BEFOREQKV_INSTRUCTOR", ROOT / "dist" / "instructor"))
+    shutil.copy(keys / "nbgrader_config.py", course / "nbgrader_config.py")
+    nbgrader = str(Path(venv).resolve() / "bin" / "nbgrader")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BEFOREQKV_")}
+    for args in (["generate_assignment", "ch03", "--force"], ["autograde", "ch03", "--create", "--force"]):
+        run = subprocess.run([nbgrader, *args], cwd=course, env=env, capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    out = subprocess.run([str(Path(venv).resolve() / "bin" / "python"), "-c", NBGRADER_SCORES,
+                          str(course / "gradebook.db"), "alice", "teacher"],
+                         capture_output=True, text=True, check=True).stdout
+    return course, {line.split()[0]: tuple(float(x) for x in line.split()[1:]) for line in out.splitlines()}
+
+
+def test_nbgrader_autograde_scores_the_untouched_release_zero_and_the_instructor_full(nbgrader_course):
+    _, scores = nbgrader_course
+    print("nbgrader autograde, chapter 3 (score, max):", scores)
+    assert scores["alice"][0] == 0 and scores["alice"][1] > 0
+    assert scores["teacher"][0] == scores["teacher"][1] > 0
+
+
+def test_nbgrader_validate_reports_a_wrong_answer(nbgrader_course, released, tmp_path):
+    """Validate runs the student's notebook with NBGRADER_EXECUTION set: checks raise there."""
+    import subprocess
+    _, release = released[SMALL.name]
+    nbformat.write(release, tmp_path / SMALL.name)
+    nbgrader = str(Path(os.environ["NBGRADER_VENV"]).resolve() / "bin" / "nbgrader")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BEFOREQKV_")}
+    run = subprocess.run([nbgrader, "validate", SMALL.name], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    report = run.stdout + run.stderr
+    assert "VALIDATION FAILED" in report and "not implemented yet" in report, report[-2000:]

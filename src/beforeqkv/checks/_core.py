@@ -12,8 +12,10 @@ Three modes decide what a failed check does (see :func:`mode`):
 * ``strict`` (the instructor's notebook, unit tests, plain scripts): raise
   :class:`CheckFailure` with the full message, so a canonical solution that stops
   passing fails CI loudly.
-* ``graded`` (``BEFOREQKV_GRADING=1``, set by ``python -m beforeqkv.grade``): raise,
-  and never show a prediction's answer.
+* ``graded`` (``BEFOREQKV_GRADING=1``, set by ``python -m beforeqkv.grade``, or
+  ``NBGRADER_EXECUTION``, set by nbgrader's validate and autograde): raise, and never
+  show a prediction's answer. Graded cells do not rely on the mode: their hidden test
+  asserts :func:`beforeqkv.checks.grading.verify`, which a student's kernel cannot switch.
 
 A notebook is the instructor's when the checked function, or the cell calling the
 check, still contains its ``### BEGIN SOLUTION`` block: the one thing every student
@@ -95,11 +97,13 @@ def _has_solution(fn=None) -> bool:
 def mode(fn=None) -> str:
     """``"graded"``, ``"strict"`` or ``"lenient"``: what a failed check does now.
 
-    ``BEFOREQKV_GRADING=1`` -> graded; ``BEFOREQKV_CHECKS=strict|lenient`` forces a mode;
+    ``BEFOREQKV_GRADING=1`` or a run by nbgrader's validator or autograder (which set
+    ``NBGRADER_EXECUTION``) -> graded, so *Validate* reports a wrong answer;
+    ``BEFOREQKV_CHECKS=strict|lenient`` forces a mode;
     outside a Jupyter kernel -> strict; in a kernel, strict when the solution block is
     present (the instructor's notebook), lenient otherwise (the student's).
     """
-    if os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0"):
+    if os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0") or os.environ.get("NBGRADER_EXECUTION"):
         return "graded"
     forced = os.environ.get("BEFOREQKV_CHECKS", "").strip().lower()
     if forced in ("strict", "lenient"):
