@@ -49,3 +49,29 @@ def glue_patterns(code: str):
 
 
 CITE = re.compile(r"\{(?:foot)?cite(?::[a-z]+)?\}`([^`]+)`")
+
+
+# ---------------------------------------------------------------- the answer key must not leak
+PREDICTION_LINE = re.compile(r"### BEGIN SOLUTION[^\n]*\n[ \t]*(\w+\s*=\s*[^\n]+?)[ \t]*\n[ \t]*### END SOLUTION")
+
+
+def answer_markers():
+    """Strings that only a leaked answer key would contain: each prediction's answer line as
+    the chapters write it (``my_prediction = "no"``), the start of each explanation (shown
+    only after a right answer), and a check's "right." line."""
+    import json
+    key = json.loads((ROOT / "instructor" / "answers.json").read_text(encoding="utf-8"))
+    markers = {entry["explanation"][:48] for entry in key.values()}
+    markers |= {f"{name}: right." for name in key}
+    for path in CHAPTERS:
+        for cell in read(path).cells:
+            if cell.cell_type == "code" and "check_prediction" in cell.source:
+                markers |= {m.group(1).strip() for m in PREDICTION_LINE.finditer(cell.source)}
+    return markers
+
+
+def answer_leaks(text: str, markers=None) -> list[str]:
+    """The answer-key strings present in ``text`` (HTML entities for quotes undone)."""
+    import html
+    text = html.unescape(text)
+    return sorted(m for m in (markers or answer_markers()) if m in text)

@@ -358,3 +358,20 @@ def test_nbgrader_validate_reports_a_wrong_answer(nbgrader_course, released, tmp
                          text=True, timeout=600)
     report = run.stdout + run.stderr
     assert "VALIDATION FAILED" in report and "not implemented yet" in report, report[-2000:]
+
+
+def test_no_student_file_holds_an_answer_of_the_key():
+    """The students' notebooks, the reader notebooks and the students' site: no prediction
+    answer line, no explanation, no "right." output of a check."""
+    from _book import answer_leaks, answer_markers
+    markers = answer_markers()
+    folders = [os.environ.get("BEFOREQKV_ASSIGNMENTS"), ROOT / "dist" / "reader", ROOT / "_build" / "html-students"]
+    scanned = 0
+    for folder in filter(None, folders):
+        for path in Path(folder).rglob("*"):
+            if path.suffix in (".ipynb", ".html", ".py", ".md", ".txt", ".json") and path.is_file():
+                scanned += 1
+                leaks = answer_leaks(path.read_text(encoding="utf-8", errors="replace"), markers)
+                assert not leaks, (str(path), leaks[:3])
+    if not scanned:
+        pytest.skip("no students' files built: make test-homework builds them")

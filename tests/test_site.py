@@ -108,3 +108,19 @@ def test_figures_are_numbered_by_chapter(site, chapter):
     n = int(chapter.stem.split("_")[0])
     numbers = re.findall(r'caption-number">Figure ([\d.]+)', page(site, chapter))
     assert numbers == [f"{n}.{i}" for i in range(1, len(numbers) + 1)], numbers
+
+
+def test_the_public_site_holds_no_answer_of_the_key(site):
+    """Every page and every file the site serves (HTML, notebooks, sources): no prediction
+    answer line, no explanation that only a right answer unlocks, no check's "right." line."""
+    from _book import answer_leaks, answer_markers
+    markers = answer_markers()
+    scanned = 0
+    for path in site.rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".ipynb", ".txt", ".md", ".js", ".json", ".py"):
+            if "mathjax" in path.parts:
+                continue
+            scanned += 1
+            leaks = answer_leaks(path.read_text(encoding="utf-8", errors="replace"), markers)
+            assert not leaks, (str(path.relative_to(site)), leaks[:3])
+    assert scanned > 20
