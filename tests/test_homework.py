@@ -312,6 +312,13 @@ with Gradebook("sqlite:///" + sys.argv[1]) as gb:
 """
 
 
+def _nbgrader_env(venv):
+    """nbgrader's environment as a teacher has it: its venv's bin first (it calls `alembic`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BEFOREQKV_", "PYTHONPATH"))}
+    env["PATH"] = f"{Path(venv).resolve() / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
 @pytest.fixture(scope="module")
 def nbgrader_course(released, tmp_path_factory):
     """A course with chapter 3 as assignment ch03, two submissions (the untouched release and
@@ -330,7 +337,7 @@ def nbgrader_course(released, tmp_path_factory):
     keys = Path(os.environ.get("BEFOREQKV_INSTRUCTOR", ROOT / "dist" / "instructor"))
     shutil.copy(keys / "nbgrader_config.py", course / "nbgrader_config.py")
     nbgrader = str(Path(venv).resolve() / "bin" / "nbgrader")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BEFOREQKV_")}
+    env = _nbgrader_env(venv)
     for args in (["generate_assignment", "ch03", "--force"], ["autograde", "ch03", "--create", "--force"]):
         run = subprocess.run([nbgrader, *args], cwd=course, env=env, capture_output=True, text=True, timeout=900)
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
@@ -353,7 +360,7 @@ def test_nbgrader_validate_reports_a_wrong_answer(nbgrader_course, released, tmp
     _, release = released[SMALL.name]
     nbformat.write(release, tmp_path / SMALL.name)
     nbgrader = str(Path(os.environ["NBGRADER_VENV"]).resolve() / "bin" / "nbgrader")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BEFOREQKV_")}
+    env = _nbgrader_env(os.environ["NBGRADER_VENV"])
     run = subprocess.run([nbgrader, "validate", SMALL.name], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=600)
     report = run.stdout + run.stderr
