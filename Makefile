@@ -134,7 +134,7 @@ clean:
 
 # Homework (see book/teachers.md):
 #   make assignments       dist/assignments/NN_*.ipynb (student) + source/ (nbgrader), from the executed run
-#   make reader-notebooks  dist/reader/NN_*.ipynb: the chapters without raw MyST, for Jupyter and Colab
+#   make reader-notebooks  dist/reader/NN_*.ipynb: no raw MyST, answers folded at the end (what the buttons open)
 #   make book-students     _build/html-students: the site without solutions or model answers
 #   make teachers          regenerate book/teachers.md from the notebooks' exercise metadata
 #   make test-homework     all of the above, then the proofs (tests/test_homework.py on the output)

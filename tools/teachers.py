@@ -50,7 +50,7 @@ HANDOUT = """## Handing out
 
 ```bash
 make assignments        # dist/assignments/NN_*.ipynb: what students open
-make reader-notebooks   # dist/reader/NN_*.ipynb: the chapters with their solutions, for reading
+make reader-notebooks   # dist/reader/NN_*.ipynb: what the site's buttons open (answers at the end)
 make book-students      # _build/html-students: the site without solutions or model answers
 ```
 
