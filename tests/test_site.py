@@ -160,3 +160,16 @@ def test_no_prediction_answer_is_on_the_site(site, chapter):
     assert found and ": right." not in text
     for name, line in found:
         assert line not in text and f"{name} = ...  # your prediction" in text, name
+
+
+def test_no_file_of_the_site_holds_a_prediction_answer_or_a_solution_marker(site):
+    """Not a page, nor _sources/, nor the search index, nor a notebook to download."""
+    answers = {line for chapter in CHAPTERS for _, line in predictions(nbformat.read(chapter, as_version=4))}
+    for path in site.rglob("*"):
+        if path.suffix not in (".html", ".txt", ".ipynb", ".js", ".json") or "_static" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert "BEGIN SOLUTION" not in text, path
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", text)).replace('\\"', '"')  # HTML, JSON
+        leaked = [a for a in answers if a in text]
+        assert not leaked, (path, leaked)
