@@ -23,6 +23,7 @@ import student  # noqa: E402
 import teachers  # noqa: E402
 
 SMALL = BOOK / "03_red_connections.ipynb"
+EXECUTED = ROOT / "_exec" / "book"  # make execute
 BIB = export_reader.bib_entries(BOOK / "references.bib")
 
 
@@ -122,14 +123,43 @@ def test_no_chapter_keeps_raw_myst_in_its_reader_version():
         assert not raw, (path.name, raw[:3])
 
 
-def test_glue_values_are_read_from_an_executed_notebook(tmp_path):
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("glue('x', 0.25)")
-    cell.outputs = [nbformat.v4.new_output("display_data", {"text/plain": "0.25"},
-                                           metadata={"scrapbook": {"name": "x", "mime_prefix": ""}})]
-    nb.cells = [cell]
+def test_glue_values_are_read_from_a_really_executed_notebook(tmp_path):
+    """myst-nb keeps a glued value under application/papermill.record/text/plain."""
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from myst_nb import glue\nglue('x', 0.25, display=False)\nglue('n', 3, display=False)")])
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     nbformat.write(nb, tmp_path / "run.ipynb")
-    assert export_reader.glue_values(tmp_path / "run.ipynb") == {"x": 0.25}
+    assert export_reader.glue_values(tmp_path / "run.ipynb") == {"x": 0.25, "n": 3}
+
+
+def test_an_empty_glue_value_stops_the_export_naming_chapter_and_glue(tmp_path, capsys):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "book" / "references.bib").write_text("")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("{glue:text}`x:.2f`")]),
+                   tmp_path / "book" / "01_x.ipynb")
+    cell = nbformat.v4.new_code_cell("glue('x', '')")
+    cell.outputs = [nbformat.v4.new_output("display_data", {"application/papermill.record/text/plain": ""},
+                                           metadata={"scrapbook": {"name": "x",
+                                                                   "mime_prefix": "application/papermill.record/"}})]
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / "run" / "01_x.ipynb")
+    with pytest.raises(export_reader.MissingGlue):
+        export_reader.glue_values(tmp_path / "run" / "01_x.ipynb")
+    assert export_reader.main(str(tmp_path / "book"), str(tmp_path / "run"), str(tmp_path / "out")) == 1
+    err = capsys.readouterr().err
+    assert "01_x.ipynb" in err and "'x'" in err and "empty" in err
+
+
+def test_every_glued_number_of_every_chapter_has_a_value_in_the_executed_run():
+    runs = [EXECUTED / p.name for p in CHAPTERS]
+    if not all(r.exists() for r in runs):
+        pytest.skip("no executed run in _exec/book: run `make execute`")
+    for path, run in zip(CHAPTERS, runs):
+        values = export_reader.glue_values(run)
+        names = _glue_names(nbformat.read(path, as_version=4))
+        missing = sorted(n for n in names if values.get(n) in (None, ""))
+        assert names and not missing, (path.name, missing)
 
 
 def test_teachers_page_is_generated_from_the_notebooks():

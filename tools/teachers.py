@@ -54,7 +54,7 @@ HANDOUT = """## Handing out
 ```bash
 make assignments        # dist/assignments/NN_*.ipynb: what students open (nothing else in it)
 make instructor         # dist/instructor/: answer key, nbgrader source versions, nbgrader_config.py
-make reader-notebooks   # dist/reader/NN_*.ipynb: the chapters for reading, answers at the end
+make reader-notebooks   # dist/reader/NN_*.ipynb: what the site's buttons open (answers at the end)
 make book-students      # _build/html-students: the site without solutions or model answers
 ```
 
