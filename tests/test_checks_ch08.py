@@ -1,11 +1,12 @@
 """The chapter 8 checkers accept the canonical answers and reject typical mistakes with a hint."""
 import math
+import re
 
 import pytest
 import torch
 
 from beforeqkv import attention, checks
-from beforeqkv.checks import CheckFailure
+from beforeqkv.checks import CheckFailure, ch08
 
 
 def test_check_causal_mask_passes_canonical(capsys):
@@ -124,10 +125,63 @@ import torch.nn.functional as F  # noqa: E402
 from beforeqkv import models  # noqa: E402
 
 
+def _attend(q, k, v, scale=None, fill=float("-inf"), mask=None, blocked_given=False):
+    """A reader's causal attention per head, (..., T, d) -> (..., T, d); the options break it."""
+    t = q.shape[-2]
+    allowed = torch.ones(t, t, dtype=torch.bool).tril() if mask is None else mask  # (T, T)
+    s = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (..., T, T)
+    s = s.masked_fill(allowed if blocked_given else ~allowed, fill)
+    return torch.softmax(s, dim=-1) @ v
+
+
+# A reader's version of every mistake in ch08.ATTENTION_MISTAKES, written independently of it.
+BROKEN_ATTENTION = {
+    "no_mask": lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1) @ v,
+    "mask_after_softmax": lambda q, k, v: _after_softmax(q, k, v),
+    "no_scale": lambda q, k, v: _attend(q, k, v, scale=1.0),
+    "fill_allowed": lambda q, k, v: _attend(q, k, v, blocked_given=True),
+    "fill_zero": lambda q, k, v: _attend(q, k, v, fill=0.0),
+    "scale_by_d": lambda q, k, v: _attend(q, k, v, scale=1 / q.shape[-1]),
+    "flipped_mask": lambda q, k, v: _attend(q, k, v, mask=torch.ones(q.shape[-2], q.shape[-2]).triu().bool()),
+    "no_diagonal": lambda q, k, v: _attend(q, k, v, mask=torch.ones(q.shape[-2], q.shape[-2]).tril(-1).bool()),
+}
+
+
+def test_every_shared_attention_mistake_has_a_broken_implementation_here():
+    assert set(BROKEN_ATTENTION) == set(ch08.ATTENTION_MISTAKES)
+
+
+def _hint(name, d):
+    return re.escape(ch08.ATTENTION_MISTAKES[name][0].format(d=d)[:60])
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_ATTENTION))
+def test_check_causal_attention_names_every_shared_mistake(name):
+    with pytest.raises(CheckFailure, match=_hint(name, "d")):
+        checks.check_causal_attention(BROKEN_ATTENTION[name])
+
+
+def _split(W, x, n_heads, transpose=True):  # (B, T, d_model) -> (B, n_heads, T, d_head)
+    B, T, d_model = x.shape
+    if not transpose:
+        return W(x).view(B, n_heads, T, d_model // n_heads)
+    return W(x).view(B, T, n_heads, d_model // n_heads).transpose(1, 2)
+
+
+def _merge(z, order="right"):  # (B, n_heads, T, d_head) -> (B, T, d_model)
+    B, H, T, d_head = z.shape
+    if order == "no_transpose":
+        return z.reshape(B, T, H * d_head)
+    if order == "interleaved":
+        return z.permute(0, 2, 3, 1).reshape(B, T, H * d_head)
+    return z.transpose(1, 2).reshape(B, T, H * d_head)
+
+
 class Block(nn.Module):
     """The chapter's solution; the flags build the typical broken variants."""
 
-    def __init__(self, d_model, n_heads, prenorm=True, residual=True, causal=True, scale=None, act=F.gelu):
+    def __init__(self, d_model, n_heads, prenorm=True, residual=True, causal=True, scale=None, act=F.gelu,
+                 attention=None, split_transpose=True, merge="right"):
         super().__init__()
         self.n_heads, self.d_head = n_heads, d_model // n_heads
         self.W_Q, self.W_K = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
@@ -136,16 +190,18 @@ class Block(nn.Module):
         self.norm_attn, self.norm_mlp = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.prenorm, self.residual, self.causal, self.act = prenorm, residual, causal, act
         self.scale = self.d_head ** -0.5 if scale is None else scale
+        self.attention, self.split_transpose, self.merge = attention, split_transpose, merge
 
     def attn(self, x):
         B, T, _ = x.shape
-        q, k, v = (W(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)
+        q, k, v = (_split(W, x, self.n_heads, self.split_transpose)
                    for W in (self.W_Q, self.W_K, self.W_V))  # (B, H, T, d_head)
+        if self.attention is not None:
+            return self.W_O(_merge(self.attention(q, k, v), self.merge))
         s = q @ k.transpose(-2, -1) * self.scale  # (B, H, T, T)
         if self.causal:
             s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-        z = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, d_model)
-        return self.W_O(z)
+        return self.W_O(_merge(torch.softmax(s, dim=-1) @ v, self.merge))  # (B, T, d_model)
 
     def mlp(self, x):
         return self.W_out(self.act(self.W_in(x)))
@@ -163,6 +219,24 @@ def _variant(**flags):
     return type("Broken", (Block,), {"__init__": lambda self, d, h: Block.__init__(self, d, h, **flags)})
 
 
+@pytest.mark.parametrize("name", sorted(BROKEN_ATTENTION))
+def test_check_transformer_block_names_every_shared_attention_mistake(name):
+    with pytest.raises(CheckFailure, match=_hint(name, "d_head")):
+        checks.check_transformer_block(_variant(attention=BROKEN_ATTENTION[name]))
+
+
+@pytest.mark.parametrize("name, flags", [
+    ("split_no_transpose", dict(split_transpose=False)),
+    ("merge_no_transpose", dict(merge="no_transpose")),
+    ("split_and_merge_no_transpose", dict(split_transpose=False, merge="no_transpose")),
+    ("merge_interleaved", dict(merge="interleaved")),
+])
+def test_check_transformer_block_names_head_split_and_merge_mistakes(name, flags):
+    assert name in ch08.HEAD_MISTAKES
+    with pytest.raises(CheckFailure, match=re.escape(ch08.HEAD_MISTAKES[name][0][:60])):
+        checks.check_transformer_block(_variant(**flags))
+
+
 def test_check_transformer_block_passes_the_solution(capsys):
     assert checks.check_transformer_block(Block)
     assert "\u2713" in capsys.readouterr().out
@@ -171,7 +245,7 @@ def test_check_transformer_block_passes_the_solution(capsys):
 @pytest.mark.parametrize("flags, hint", [
     (dict(prenorm=False), "post-norm"),
     (dict(residual=False), "residual connections are missing"),
-    (dict(causal=False), "reads the future"),
+    (dict(causal=False), "future is not masked"),
     (dict(scale=1.0), "1/sqrt\\(d_head\\)"),
     (dict(act=F.relu), "GELU"),
 ])
@@ -205,10 +279,10 @@ def test_check_transformer_block_reports_not_implemented_and_wrong_names():
 
 
 class GPT(nn.Module):
-    def __init__(self, d_vocab, n_ctx, d_model, n_heads, n_layers, positions=True, final_norm=True):
+    def __init__(self, d_vocab, n_ctx, d_model, n_heads, n_layers, block=Block, positions=True, final_norm=True):
         super().__init__()
         self.W_E, self.W_pos = nn.Embedding(d_vocab, d_model), nn.Embedding(n_ctx, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(block(d_model, n_heads) for _ in range(n_layers))
         self.norm_final = nn.LayerNorm(d_model)
         self.W_U = nn.Linear(d_model, d_vocab, bias=False)
         self.positions, self.final_norm = positions, final_norm
@@ -220,6 +294,11 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.W_U(self.norm_final(x) if self.final_norm else x)  # (B, T, d_vocab)
+
+
+def _gpt_variant(**flags):
+    return type("Broken", (GPT,), {"__init__": lambda self, *sizes, block=Block: GPT.__init__(
+        self, *sizes, block=block, **flags)})
 
 
 def test_check_gpt_passes_the_solution_and_package_weights_load(capsys):
@@ -235,15 +314,27 @@ def test_check_gpt_passes_the_solution_and_package_weights_load(capsys):
     (dict(final_norm=False), "final LayerNorm"),
 ])
 def test_check_gpt_rejects_broken_models_with_hint(flags, hint):
-    broken = type("Broken", (GPT,), {"__init__": lambda self, *sizes: GPT.__init__(self, *sizes, **flags)})
     with pytest.raises(CheckFailure, match=hint):
-        checks.check_gpt(broken)
+        checks.check_gpt(_gpt_variant(**flags))
 
 
-def test_check_gpt_fails_when_the_block_inside_is_wrong():
-    class PostNormGPT(GPT):
-        def __init__(self, *sizes):
-            super().__init__(*sizes)
-            self.blocks = nn.ModuleList(_variant(prenorm=False)(sizes[2], sizes[3]) for _ in range(sizes[4]))
-    with pytest.raises(CheckFailure, match="wrong values"):
-        checks.check_gpt(PostNormGPT)
+def test_grades_of_the_block_and_the_gpt_are_independent(capsys):
+    """A wrong block (Exercise 8.3) does not fail the GPT check (8.4): it plugs in the package's block."""
+    post_norm = _variant(prenorm=False)
+    with pytest.raises(CheckFailure, match="post-norm"):
+        checks.check_transformer_block(post_norm)
+    # the reader's right GPT holding the broken block by default, as MyGPT holds MyBlock: passes
+    assert checks.check_gpt(type("WithBrokenBlock", (GPT,), {
+        "__init__": lambda self, *sizes, block=post_norm: GPT.__init__(self, *sizes, block=block)}))
+    assert checks.check_transformer_block(Block)
+    with pytest.raises(CheckFailure, match="W_pos"):  # right block, broken GPT: fails
+        checks.check_gpt(_gpt_variant(positions=False))
+
+
+def test_check_gpt_asks_for_the_block_argument():
+    class NoBlockArgument(nn.Module):
+        def __init__(self, d_vocab, n_ctx, d_model, n_heads, n_layers):
+            super().__init__()
+            self.inner = GPT(d_vocab, n_ctx, d_model, n_heads, n_layers)
+    with pytest.raises(CheckFailure, match="block="):
+        checks.check_gpt(NoBlockArgument)

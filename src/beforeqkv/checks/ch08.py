@@ -9,6 +9,7 @@ import torch
 from . import _core
 from ..attention import attend, causal_mask
 from ..models import GPT, GPTConfig, TransformerBlock
+from ._ch08_mistakes import ATTENTION_MISTAKES, HEAD_MISTAKES, _filled, _merge, _split
 from ._core import CheckFailure, checker, compare, register_question
 
 __all__ = ["check_causal_mask", "check_causal_attention", "check_transformer_block", "check_gpt",
@@ -41,13 +42,13 @@ def check_causal_mask(fn):
             describe=lambda args: f"T={args[0]}")
 
 
+# ---------------------------------------------------------------- causal attention
+def _hint(name: str, d: str) -> str:
+    return ATTENTION_MISTAKES[name][0].format(d=d)
+
+
 def _canonical(q, k, v):
     return attend(q, k, v, mask=causal_mask(q.shape[-2], k.shape[-2]))[0]
-
-
-def _mask_after_softmax(q, k, v):
-    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (..., T, T)
-    return (w * causal_mask(q.shape[-2])) @ v  # rows no longer sum to 1
 
 
 def _cases():
@@ -58,38 +59,11 @@ def _cases():
         yield q, k, v
 
 
-def _filled(q, k, v, where_allowed=False, value=float("-inf"), scale=None):
-    t = q.shape[-2]
-    allowed = torch.ones(t, t, dtype=torch.bool).tril()  # (T, T), True = may attend
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    s = q @ k.transpose(-2, -1) * scale  # (..., T, T)
-    s = s.masked_fill(allowed if where_allowed else ~allowed, value)
-    return torch.softmax(s, dim=-1) @ v  # (..., T, d_v)
-
-
 def check_causal_attention(fn):
     """Check ``fn(q, k, v) -> (..., T, d_v)``: softmax(q k^T / sqrt(d)) v with the future masked out."""
     return compare(fn, _canonical, list(_cases()), "causal attention",
-            mistakes={
-                "the future is not masked: set s_ij = -inf for j > i BEFORE the softmax.":
-                    lambda q, k, v: attend(q, k, v)[0],
-                "masking after the softmax leaves rows that no longer sum to 1: mask the scores with -inf instead.":
-                    _mask_after_softmax,
-                "did you scale the scores by 1/sqrt(d)?":
-                    lambda q, k, v: attend(q, k, v, mask=causal_mask(q.shape[-2]), scale=1.0)[0],
-                "you filled the positions that MAY be attended with -inf (so the last row is all "
-                "-inf and gives NaN): fill where the mask is False, `masked_fill(~mask, -inf)`.":
-                    lambda q, k, v: _filled(q, k, v, where_allowed=True),
-                "you filled the future with 0, but a score of 0 still gets weight exp(0) = 1 in "
-                "the softmax: fill with float('-inf') so the weight is exactly 0.":
-                    lambda q, k, v: _filled(q, k, v, value=0.0),
-                "you divided the scores by d; the scale is 1/sqrt(d), which keeps their variance "
-                "near 1.":
-                    lambda q, k, v: _filled(q, k, v, scale=1 / q.shape[-1]),
-                "the mask is flipped: token i must see j <= i (the past), not j >= i.":
-                    lambda q, k, v: attend(q, k, v, mask=causal_mask(q.shape[-2]).T.contiguous())[0],
-            },
-            describe=lambda args: f"q, k, v of shape {tuple(args[0].shape)}")
+                   mistakes={_hint(name, "d"): wrong for name, (_, wrong) in ATTENTION_MISTAKES.items()},
+                   describe=lambda args: f"q, k, v of shape {tuple(args[0].shape)}")
 
 
 # ---------------------------------------------------------------- the reader's block and GPT
@@ -115,15 +89,22 @@ def _randomise(model: torch.nn.Module, seed: int) -> torch.nn.Module:
     return model.eval()
 
 
-def _load(cls, args, model, what):
+def _load(cls, args, model, what, weights=None, kwargs=None):
+    kwargs = kwargs or {}
     try:
-        mine = cls(*args)
+        mine = cls(*args, **kwargs)
     except NotImplementedError:
         raise
+    except TypeError as err:
+        if "unexpected keyword argument 'block'" in str(err):
+            raise CheckFailure(f"{what}: {cls.__name__} takes no `block=` argument; keep the given "
+                               "__init__, `block=MyBlock` included: the check plugs the package's block "
+                               "in there, so only your forward is graded.") from None
+        raise CheckFailure(f"{what}: {cls.__name__}{args} raised TypeError: {err}") from None
     except Exception as err:
         raise CheckFailure(f"{what}: {cls.__name__}{args} raised {type(err).__name__}: {err}") from None
     try:
-        mine.load_state_dict(reader_weights(model))
+        mine.load_state_dict(reader_weights(model) if weights is None else weights)
     except RuntimeError as err:
         raise CheckFailure(f"{what}: the package's weights do not load into yours; keep the names of "
                            f"the given __init__ (W_Q, ..., W_in, W_out, norm_attn, norm_mlp).\n{err}") from None
@@ -140,25 +121,35 @@ def _block_cases():
         yield torch.randn(b, t, d_model, generator=g), n_heads, 10 + t
 
 
+def _written_out(x, n_heads, seed, attention=_canonical, split=_split, merge=_merge):
+    """The reference block written out, with the attention or the heads done the reader's way."""
+    ref = _block(x, n_heads, seed)
+    h = ref.norm_attn(x)  # (B, T, d_model)
+    q, k, v = (split(W(h), n_heads) for W in (ref.attn.W_Q, ref.attn.W_K, ref.attn.W_V))  # (B, H, T, d_head)
+    x = x + ref.attn.W_O(merge(attention(q, k, v)))  # (B, T, d_model)
+    return x + ref.mlp(ref.norm_mlp(x))
+
+
 def _block_mistakes():
-    def scaled(by_d_model):
-        def run(x, n_heads, seed):
-            ref = _block(x, n_heads, seed)
-            ref.attn.scale = x.shape[-1] ** -0.5 if by_d_model else 1.0
-            return ref(x)
-        return run
-    return {
+    def written_out(**how):
+        return lambda x, n, s: _written_out(x, n, s, **how)
+
+    def by_d_model(x, n, s):
+        return _written_out(x, n, s, attention=lambda q, k, v: _filled(q, k, v, scale=x.shape[-1] ** -0.5))
+
+    mistakes = {
         "this is post-norm, x = LN(x + attn(x)); the block is pre-norm: x = x + attn(LN(x)), "
         "then x = x + mlp(LN(x)).": lambda x, n, s: _block(x, n, s, prenorm=False)(x),
         "the residual connections are missing: ADD each sublayer's output to its input, "
         "x + attn(LN(x)), instead of replacing x.": lambda x, n, s: _block(x, n, s, residual=False)(x),
-        "position i reads the future: fill the scores of j > i with -inf before the softmax.":
-            lambda x, n, s: _block(x, n, s)(x, causal=False),
-        "scale the scores by 1/sqrt(d_head).": scaled(False),
-        "the scale is 1/sqrt(d_head), the width of ONE head, not 1/sqrt(d_model).": scaled(True),
         "the MLP's nonlinearity is GELU (F.gelu), not ReLU.":
             lambda x, n, s: _block(x, n, s, activation="relu")(x),
     }
+    mistakes.update({_hint(name, "d_head"): written_out(attention=wrong)
+                     for name, (_, wrong) in ATTENTION_MISTAKES.items()})
+    mistakes["the scale is 1/sqrt(d_head), the width of ONE head, not 1/sqrt(d_model)."] = by_d_model
+    mistakes.update({hint: written_out(split=split, merge=merge) for hint, split, merge in HEAD_MISTAKES.values()})
+    return mistakes
 
 
 def _report(cls, name, run, reference, cases, mistakes, describe):
@@ -177,7 +168,9 @@ def check_transformer_block(block_cls):
 
     On each case the checker builds a ``models.TransformerBlock`` with seeded random weights,
     copies them into the reader's block with ``load_state_dict(reader_weights(package_block))``
-    and compares the two outputs.
+    and compares the two outputs. A wrong block is compared with the mistakes of causal
+    attention (``ATTENTION_MISTAKES``, per head), of the heads' split and merge
+    (``HEAD_MISTAKES``) and of the block itself.
     """
     __tracebackhide__ = True
 
@@ -189,11 +182,23 @@ def check_transformer_block(block_cls):
         with torch.no_grad():
             return _block(x, n_heads, seed)(x)
 
-    return _report(block_cls, "Transformer block", run, reference, _block_cases(), _block_mistakes(),
+    def mistake(wrong):
+        def run_wrong(x, n_heads, seed):
+            with torch.no_grad():
+                return wrong(x, n_heads, seed)
+        return run_wrong
+
+    return _report(block_cls, "Transformer block", run, reference, _block_cases(),
+                   {hint: mistake(wrong) for hint, wrong in _block_mistakes().items()},
                    lambda a: f"x of shape {tuple(a[0].shape)}, n_heads={a[1]}")
 
 
 GPT_SIZES = ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers")
+
+
+def reference_block(d_model: int, n_heads: int) -> TransformerBlock:
+    """The block ``check_gpt`` passes as ``block=``: the package's pre-norm block with biases."""
+    return TransformerBlock(d_model, n_heads, bias=True)
 
 
 def _gpt(sizes, seed, **options):
@@ -208,23 +213,29 @@ def _gpt_cases():
 
 def _gpt_mistake(**options):
     def run(tokens, sizes, seed):
-        model = _gpt(sizes, seed, **options)
-        model.load_state_dict(_gpt(sizes, seed).state_dict(), strict=False)  # the same weights
-        return model(tokens)
+        with torch.no_grad():
+            model = _gpt(sizes, seed, **options)
+            model.load_state_dict(_gpt(sizes, seed).state_dict(), strict=False)  # the same weights
+            return model(tokens)
     return run
 
 
 def check_gpt(gpt_cls):
-    """Check a GPT class ``gpt_cls(d_vocab, n_ctx, d_model, n_heads, n_layers)``: (B, T) ids -> logits.
+    """Check a GPT class ``gpt_cls(d_vocab, n_ctx, d_model, n_heads, n_layers, block=...)``: ids -> logits.
 
-    Like :func:`check_transformer_block`: a ``models.GPT`` with seeded random weights, copied
-    into the reader's model, must give the same logits (B, T, d_vocab).
+    The checker builds the reader's GPT with ``block=reference_block`` (the package's
+    block), so only the reader's forward is graded: a wrong block of Exercise 8.3 does
+    not fail this check too. A ``models.GPT`` with seeded random weights, copied into the
+    reader's model, must give the same logits (B, T, d_vocab).
     """
     __tracebackhide__ = True
 
     def run(tokens, sizes, seed):
         with torch.no_grad():
-            return _load(gpt_cls, sizes, _gpt(sizes, seed), "your GPT")(tokens)
+            package = _gpt(sizes, seed)
+            mine = _load(gpt_cls, sizes, package, "your GPT", weights=package.state_dict(),
+                         kwargs={"block": reference_block})
+            return mine(tokens)
 
     def reference(tokens, sizes, seed):
         with torch.no_grad():
