@@ -63,10 +63,16 @@ def _raw(text: str):
     return nbformat.v4.new_raw_cell(text)
 
 
-def question_name(grade_id: str, chapter: int | None) -> str:
-    """``ex3_1`` for exercise 3.1; ``chN_<id>`` for a graded cell outside an exercise."""
-    stem = re.sub(r"_(check|answer|code|prediction)$", "", grade_id)
-    return stem if re.fullmatch(r"ex\d+_\d+", stem) or chapter is None else f"ch{chapter}_{stem}"
+def question_name(grade_id: str, chapter: int | None, taken=()) -> str:
+    """``ex3_1`` for exercise 3.1, ``chN_<id>`` outside an exercise; ``..._answer`` etc. if taken.
+
+    Names are file names of tests shared by all chapters (``tests/ex3_1.py``), so unique.
+    """
+    m = re.fullmatch(r"(.*?)(_(?:check|answer|code|prediction))?", grade_id)
+    stem, kind = m.group(1), m.group(2) or ""
+    if chapter is not None and not re.fullmatch(r"ex\d+_\d+", stem) and not stem.startswith(f"ch{chapter}_"):
+        stem = f"ch{chapter}_{stem}"
+    return stem if stem not in taken else stem + kind
 
 
 def test_source(check_cell_source: str) -> str:
@@ -137,6 +143,7 @@ def otter_source(source, name: str, chapter: int | None = None, wheel: str | Non
     cells = [_raw(config(name, wheel))]
     heading_at = None  # where the latest exercise heading not yet in a question sits
     question = None  # the open question's BEGIN QUESTION cell
+    names = set()
     for cell in source.cells:
         cell = copy.deepcopy(cell)
         nbg = cell.metadata.pop("nbgrader", {})
@@ -155,7 +162,9 @@ def otter_source(source, name: str, chapter: int | None = None, wheel: str | Non
             continue
         if question is None:
             raise ValueError(f"graded cell {nbg['grade_id']} has no answer cell before it")
-        q = [f"name: {question_name(nbg['grade_id'], chapter)}", f"points: {nbg['points']}"]
+        name = question_name(nbg["grade_id"], chapter, names)
+        names.add(name)
+        q = [f"name: {name}", f"points: {nbg['points']}"]
         if kind == "open":
             q.append("manual: true")
         else:
@@ -173,20 +182,16 @@ def otter_source(source, name: str, chapter: int | None = None, wheel: str | Non
     return nb
 
 
-def build(path: Path, executed: Path, dist: Path, work: Path, wheel: Path | None, torch_version: str,
-          bib: dict) -> dict:
-    """Run otter assign for one chapter; copy the student's and the instructor's files out."""
-    name = path.stem
-    source = assignments.source_version(nbformat.read(path, as_version=4), export_reader.glue_values(executed),
-                                        bib, export_reader.chapter_of(path))
+def build(source, name: str, dist: Path, work: Path, wheel: Path | None = None, torch_version: str = "2.13.0",
+          chapter: int | None = None) -> dict:
+    """Run otter assign on one chapter's source version; copy the students' and the instructors' files out."""
     here = work / name
     shutil.rmtree(here, ignore_errors=True)
     here.mkdir(parents=True)
     if wheel:
         shutil.copy(wheel, here / wheel.name)
     (here / "requirements.txt").write_text(requirements(wheel.name if wheel else None, torch_version))
-    nbformat.write(otter_source(source, name, export_reader.chapter_of(path), wheel.name if wheel else None),
-                   here / f"{name}.ipynb")
+    nbformat.write(otter_source(source, name, chapter, wheel.name if wheel else None), here / f"{name}.ipynb")
     subprocess.run([sys.executable, "-m", "otter", "assign", "--no-pdfs", f"{name}.ipynb", "out"],
                    cwd=here, check=True)
     out = here / "out"
@@ -203,7 +208,7 @@ def build(path: Path, executed: Path, dist: Path, work: Path, wheel: Path | None
     shutil.copytree(out / "autograder" / "tests", teacher / "tests")
     for f in [f"{name}.ipynb", "requirements.txt"]:
         shutil.copy(here / f, teacher / "source" / f)
-    graded = [e for e in assignments.exercises(source)]
+    graded = assignments.exercises(source)
     return {"name": name, "questions": len(graded),
             "auto": sum(e["points"] for e in graded if e["kind"] != "open"),
             "manual": sum(e["points"] for e in graded if e["kind"] == "open")}
@@ -230,7 +235,10 @@ def main(argv: list[str] | None = None) -> int:
         if not run.exists():
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)
             return 1
-        r = build(path.resolve(), run, dist, work, args.wheel.resolve() if args.wheel else None, args.torch, bib)
+        chapter = export_reader.chapter_of(path)
+        source = assignments.source_version(nbformat.read(path, as_version=4), export_reader.glue_values(run),
+                                            bib, chapter)
+        r = build(source, path.stem, dist, work, args.wheel.resolve() if args.wheel else None, args.torch, chapter)
         print(f"{r['name']}: {r['questions']} questions, {r['auto']} points autograded + {r['manual']} by hand")
     print(f"students: {dist}/assignments/otter/  instructors (autograder zips): {dist}/instructor/otter/")
     return 0
