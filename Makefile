@@ -4,6 +4,7 @@
 #   make bench  time every chapter (budget: 60 s each on a 2-core CPU)
 #   make bench-attention  time attention (teaching, fast, torch) -> _build/bench/attention.csv
 #   make gpu-check  on a CUDA machine: unit tests, every chapter and both benchmarks on the GPU
+#   make notebooks-branch  after make site: the notebooks branch (reader notebooks) in _build/
 #   make test-site  open every built page in headless Chromium, offline (after make book)
 #   make dist   build the wheel and sdist into dist/ and check them with twine
 #   make test-colab  simulate Colab: bare venv, one chapter alone, install from dist/
@@ -21,7 +22,7 @@ JB_FLAGS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export BEFOREQKV_PROGRESS ?= 0
 
-.PHONY: install book test unit execute site bench bench-attention gpu-check student strip clean help vendor test-site dist test-colab
+.PHONY: install book test unit execute site notebooks-branch bench bench-attention gpu-check student strip clean help vendor test-site dist test-colab
 
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
@@ -59,15 +60,28 @@ test: unit execute
 vendor:
 	$(PYTHON) tools/vendor.py _build/vendor
 
-# Build the site from the already executed notebooks (execution is off in _config.yml).
+# Build the site from the already executed notebooks (execution is off in _config.yml), in a
+# scratch copy (_exec_site) where tools/site_solutions.py folds each solution as "Show solution"
+# without its markers and drops the predictions' answers. The reader notebooks are made first
+# (dist/reader) and copied into the site (notebooks/), where the download button points.
+SITE_SRC := _exec_site
 site: $(STAMP) vendor
 	@test -d $(EXEC)/book || { echo "no executed notebooks: run 'make execute' first"; exit 1; }
-	@cp _config.yml _toc.yml $(EXEC)/ && cp book/*.md book/*.bib $(EXEC)/book/
-	@rm -rf $(EXEC)/book/_static $(EXEC)/_ext && cp -r book/_static $(EXEC)/book/_static && cp -r _ext $(EXEC)/_ext
-	@cp -r _build/vendor/mathjax $(EXEC)/book/_static/mathjax
+	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
+	@rm -rf $(SITE_SRC) && mkdir -p $(SITE_SRC)
+	@cp -r $(EXEC)/book _config.yml _toc.yml _ext $(SITE_SRC)/ && cp book/*.md book/*.bib $(SITE_SRC)/book/
+	@rm -rf $(SITE_SRC)/book/_static && cp -r book/_static $(SITE_SRC)/book/_static
+	@cp -r _build/vendor/mathjax $(SITE_SRC)/book/_static/mathjax
+	$(BIN)/python tools/site_solutions.py $(SITE_SRC)/book
 	@rm -rf _build/html
-	$(BIN)/jupyter-book build $(EXEC) --path-output . $(JB_FLAGS)
+	$(BIN)/jupyter-book build $(SITE_SRC) --path-output . $(JB_FLAGS)
+	@mkdir -p _build/html/notebooks && cp dist/reader/[0-9]*.ipynb _build/html/notebooks/
 	@echo "== the book is at $(CURDIR)/_build/html/index.html ($$(du -sh _build/html | cut -f1))"
+
+# The branch Colab and Binder open (bqkv_notebooks_branch in _config.yml): the reader
+# notebooks under book/, binder/ and a README, assembled in _build/notebooks-branch.
+notebooks-branch: $(STAMP)
+	$(BIN)/python tools/notebooks_branch.py dist/reader _build/notebooks-branch
 
 # The built site in headless Chromium with every host but 127.0.0.1 unresolvable;
 # screenshots (1280 and 390 px wide) go to _build/screenshots/.
@@ -116,28 +130,41 @@ strip: $(STAMP)
 	$(BIN)/python tools/clean_nb.py book/*.ipynb
 
 clean:
-	rm -rf _build _exec dist
+	rm -rf _build _exec _exec_site dist
 
 # Homework (see book/teachers.md):
-#   make assignments       dist/assignments/NN_*.ipynb (student) + source/ (nbgrader), from the executed run
-#   make reader-notebooks  dist/reader/NN_*.ipynb: the chapters without raw MyST, for Jupyter and Colab
+#   make assignments       dist/assignments/NN_*.ipynb (students) + dist/instructor/source/ (nbgrader)
+#   make instructor        dist/instructor/: answer key, nbgrader source versions (never published)
+#   make reader-notebooks  dist/reader/NN_*.ipynb: no raw MyST, answers folded at the end (what the buttons open)
 #   make book-students     _build/html-students: the site without solutions or model answers
 #   make teachers          regenerate book/teachers.md from the notebooks' exercise metadata
 #   make test-homework     all of the above, then the proofs (tests/test_homework.py on the output)
 HW_VENV ?= $(VENV)-homework
-.PHONY: assignments reader-notebooks book-students teachers test-homework
+.PHONY: assignments reader-notebooks book-students teachers test-homework instructor seal
 
-$(HW_VENV)/.installed: requirements-homework.txt
+# nbgrader lives in its own venv; its kernel "python3" is the book's .venv (torch, beforeqkv),
+# so nbgrader's validate/autograde run the notebooks where the package is installed.
+$(HW_VENV)/.installed: requirements-homework.txt $(STAMP)
 	@test -x $(HW_VENV)/bin/python || $(PYTHON) -m venv $(HW_VENV)
 	@echo "== installing nbgrader into $(HW_VENV) (only for make assignments)"
 	@$(HW_VENV)/bin/pip install $(PIPQ) -r requirements-homework.txt
+	@$(BIN)/python -m ipykernel install --prefix $(HW_VENV) --name python3 \
+	  --display-name "Python 3 (beforeqkv)" >/dev/null
 	@touch $@
 
 $(EXEC)/book:
 	$(MAKE) execute
 
 assignments: $(STAMP) $(HW_VENV)/.installed | $(EXEC)/book
-	$(HW_VENV)/bin/python tools/assignments.py book $(EXEC)/book dist/assignments
+	$(HW_VENV)/bin/python tools/assignments.py book $(EXEC)/book dist/assignments dist/instructor
+
+instructor: assignments
+	$(BIN)/python tools/instructor.py book dist/instructor
+	@echo "== instructors only: dist/instructor/ (answer key, nbgrader source versions); students: dist/assignments/"
+
+# Seal the prediction answers (instructor/answers.json) into the package (checks/_sealed.py).
+seal: $(STAMP)
+	$(BIN)/python tools/seal.py
 
 reader-notebooks: $(STAMP) | $(EXEC)/book
 	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
@@ -156,8 +183,9 @@ book-students: $(STAMP) vendor | $(EXEC)/book
 	@rm -rf _build/html-students && mv _build/students/_build/html _build/html-students && rm -rf _build/students
 	@echo "== the students' book is at $(CURDIR)/_build/html-students/index.html"
 
-test-homework: assignments reader-notebooks book-students
-	BEFOREQKV_ASSIGNMENTS=dist/assignments $(BIN)/python -m pytest tests/test_homework.py -q \
+test-homework: instructor reader-notebooks book-students
+	BEFOREQKV_ASSIGNMENTS=dist/assignments BEFOREQKV_INSTRUCTOR=dist/instructor \
+	  NBGRADER_VENV=$(HW_VENV) $(BIN)/python -m pytest tests/test_homework.py -q \
 	  -p no:cacheprovider --junitxml=_build/junit-homework.xml
 
 # Homework on Gradescope and Colab with otter-grader (see book/teachers.md):

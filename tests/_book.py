@@ -49,3 +49,90 @@ def glue_patterns(code: str):
 
 
 CITE = re.compile(r"\{(?:foot)?cite(?::[a-z]+)?\}`([^`]+)`")
+
+
+# ---------------------------------------------------------------- the answer key must not leak
+PREDICTION_LINE = re.compile(r"### BEGIN SOLUTION[^\n]*\n[ \t]*(\w+\s*=\s*[^\n]+?)[ \t]*\n[ \t]*### END SOLUTION")
+
+
+def answer_markers():
+    """Strings that only a leaked answer key would contain: each prediction's answer line as
+    the chapters write it (``my_prediction = "no"``), the start of each explanation (shown
+    only after a right answer), and a check's "right." line."""
+    import json
+    key = json.loads((ROOT / "instructor" / "answers.json").read_text(encoding="utf-8"))
+    markers = {entry["explanation"][:48] for entry in key.values()}
+    markers |= {f"{name}: right." for name in key}
+    for path in CHAPTERS:
+        for cell in read(path).cells:
+            if cell.cell_type == "code" and "check_prediction" in cell.source:
+                markers |= {m.group(1).strip() for m in PREDICTION_LINE.finditer(cell.source)}
+    return markers
+
+
+def answer_leaks(text: str, markers=None) -> list[str]:
+    """The answer-key strings present in ``text`` (HTML entities for quotes undone)."""
+    import html
+    text = html.unescape(text)
+    return sorted(m for m in (markers or answer_markers()) if m in text)
+
+
+# ---------------------------------------------------------------- reader notebooks
+def _tools():
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    import student
+    return student
+
+
+def solution_lines(nb):
+    """Every non-trivial line of a chapter's code solutions and model answers."""
+    student = _tools()
+    lines = set()
+    for cell in nb.cells:
+        for m in student.BLOCK.finditer(cell.source):
+            if not student.is_prediction(m.group(2), m.group(1)):
+                lines |= {ln.strip() for ln in m.group(2).splitlines()}
+        for m in student.DETAILS.finditer(cell.source):
+            lines |= {ln.strip() for ln in m.group(1).splitlines()}
+    return {ln for ln in lines if len(ln) > 12 and not ln.startswith("#")}
+
+
+def predictions(nb):
+    """[(name, its answer line)] for every prediction (``name = value`` in a solution block)."""
+    student = _tools()
+    found = []
+    for cell in nb.cells:
+        for m in student.BLOCK.finditer(cell.source):
+            if student.is_prediction(m.group(2), m.group(1)):
+                line = m.group(2).strip()
+                found.append((student.ASSIGNMENT.match(line).group(1), line))
+    return found
+
+
+def reader_problems(reader, source):
+    """What a reader notebook shows that it must not: raw MyST, a solution marker, a line of
+    a solution outside its folded Answers section, a prediction's answer anywhere."""
+    _tools()  # puts tools/ on sys.path
+    import export_reader
+    heads = [i for i, c in enumerate(reader.cells) if c.source.startswith("## Answers")]
+    start = heads[0] if heads else len(reader.cells)
+    visible = {ln.strip() for c in reader.cells[:start] for ln in c.source.splitlines()}
+    everything = "\n".join(c.source for c in reader.cells)
+    problems = [f"raw MyST {r!r}" for c in reader.cells if c.cell_type == "markdown"
+                for r in export_reader.has_raw_myst(c.source)]
+    if "BEGIN SOLUTION" in everything or "END SOLUTION" in everything:
+        problems.append("a solution marker")
+    problems += [f"solution line in view: {ln!r}" for ln in sorted(solution_lines(source) & visible)]
+    for name, line in predictions(source):
+        if line in everything or re.search(rf"^\s*{name}\s*=(?!\s*\.\.\.)", everything, re.M):
+            problems.append(f"the answer of prediction {name!r}")
+    for cell in reader.cells[start + 1:]:
+        if cell.cell_type == "code":
+            hidden = cell.metadata.get("jupyter", {}).get("source_hidden") is True
+            form = cell.metadata.get("cellView") == "form" and cell.source.startswith("# @title ")
+            if not (hidden and form):
+                problems.append(f"an answer cell not folded: {cell.source[:40]!r}")
+        elif "<details>" not in cell.source and not cell.source.startswith("### Answer to exercise"):
+            problems.append(f"an answer in view: {cell.source[:40]!r}")
+    return problems

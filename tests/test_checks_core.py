@@ -1,5 +1,8 @@
 """The checker machinery: modes (lenient, strict, graded), natural answers, no leaked answers."""
 import importlib.util
+import json
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -60,30 +63,129 @@ def test_right_answers_return_a_truthy_result_that_displays_nothing(lenient, cap
     assert capsys.readouterr().out.startswith("\u2713")
 
 
+KEY = json.loads((Path(__file__).resolve().parents[1] / "instructor" / "answers.json").read_text())
+
+
 def test_graded_mode_raises_without_revealing_the_answer(graded):
     for key, q in _core.QUESTIONS.items():
-        wrong = _a_wrong_answer(q)
+        wrong = _a_wrong_answer(key, q)
         with pytest.raises(CheckFailure) as err:
             checks.check_prediction(key, wrong)
         message = str(err.value).replace(key, "")
-        assert q["explanation"] not in message
-        assert _core._text(q["answer"]) not in _core._text(message).split(), (key, message)
+        assert KEY[key]["explanation"] not in message
+        assert _core._text(KEY[key]["answer"]) not in _core._text(message).split(), (key, message)
     with pytest.raises(CheckFailure, match="not implemented"):
         checks.check_causal_mask(_todo)
 
 
-def _a_wrong_answer(q):
+def _a_wrong_answer(key, q):
+    answer = KEY[key]["answer"]
     if q["choices"]:
-        return next(c for c in q["choices"] if not _core._equal(c, q["answer"]))
-    return float(q["answer"]) + 10 * (q["tolerance"] or 0) + 1.5
+        return next(c for c in q["choices"] if not _core._equal(c, answer))
+    return float(answer) + 1.5
 
 
 def test_no_wrong_prediction_message_states_the_answer(monkeypatch):
     monkeypatch.setenv("BEFOREQKV_CHECKS", "strict")
     for key, q in _core.QUESTIONS.items():
         with pytest.raises(CheckFailure) as err:
-            checks.check_prediction(key, _a_wrong_answer(q))
-        assert q["explanation"] not in str(err.value) and "not what the experiment shows" in str(err.value)
+            checks.check_prediction(key, _a_wrong_answer(key, q))
+        assert KEY[key]["explanation"] not in str(err.value) and "not what the experiment shows" in str(err.value)
+
+
+def test_every_question_has_a_hint_and_its_sealed_answer_is_the_keys(monkeypatch, capsys):
+    monkeypatch.setenv("BEFOREQKV_CHECKS", "strict")
+    assert set(KEY) == set(_core.QUESTIONS)
+    for key, q in _core.QUESTIONS.items():
+        assert q["hint"], f"{key} gives no hint after a wrong answer"
+        assert checks.check_prediction(key, KEY[key]["answer"])
+        assert KEY[key]["explanation"] in capsys.readouterr().out
+
+
+def test_the_sealed_file_is_up_to_date():
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, str(root / "tools" / "seal.py"), "--check"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def test_no_answer_or_explanation_is_readable_in_the_package():
+    """What `checks??`, the wheel and site-packages hold: no explanation, and no answer beside
+    its question (a choice question lists its options, the answer among them, unmarked)."""
+    import ast
+    src = Path(_core.__file__).resolve().parents[1]
+    files = {p: p.read_text(encoding="utf-8") for p in src.rglob("*.py")}
+    text = "\n".join(files.values())
+    calls = 0
+    for entry in KEY.values():
+        assert entry["explanation"][:40] not in text
+    for path, code in files.items():
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "register_question":
+                calls += 1
+                key = node.args[0].value
+                assert len(node.args) == 1, f"{path.name}: {key} passes more than its name positionally"
+                for kw in node.keywords:
+                    if kw.arg == "choices":
+                        continue
+                    consts = [c.value for c in ast.walk(kw.value) if isinstance(c, ast.Constant)]
+                    assert not any(_core._equal(c, KEY[key]["answer"]) for c in consts), (key, kw.arg)
+    assert calls == len(KEY)
+
+
+def test_explain_shows_nothing_before_a_right_answer(monkeypatch, capsys):
+    monkeypatch.setenv("BEFOREQKV_CHECKS", "lenient")
+    monkeypatch.setattr(_core, "_EXPLAINED", {})
+    checks.check_prediction("ch5_weights_symmetric", "yes")  # wrong
+    capsys.readouterr()
+    checks.explain("ch5_weights_symmetric")
+    out = capsys.readouterr().out
+    assert KEY["ch5_weights_symmetric"]["explanation"] not in out and "answer it first" in out
+    checks.check_prediction("ch5_weights_symmetric", "No")
+    capsys.readouterr()
+    checks.explain("ch5_weights_symmetric")
+    assert KEY["ch5_weights_symmetric"]["explanation"] in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("given, digits, canon", [
+    (2.7726, 1, "2.8"), ("2.77", 1, "2.8"), (288, 0, "288"), ("288.0", 0, "288"), ("1e12", 0, "1000000000000"),
+    (-0.01, 1, "0"), ("a half", 1, None), (float("nan"), 1, None),
+])
+def test_numbers_are_hashed_in_one_spelling(given, digits, canon):
+    assert _core.canonical(given, digits=digits) == canon
+
+
+def test_a_choice_is_hashed_in_one_spelling():
+    choices = ["near 1.00", "near chance"]
+    assert _core.canonical("Near 1", choices) == _core.canonical("near 1.00", choices) == "near 1.0"
+    assert _core.canonical(1, ["0", "1"]) == _core.canonical(" 1 ", ["0", "1"]) == "1.0"
+    assert _core.canonical("far", choices) is None
+
+
+# ---------------------------------------------------------------- grading.verify
+def test_verify_grades_honestly_whatever_the_kernel_patched(monkeypatch):
+    """A student's cell may patch the mode, a checker or the environment: verify ignores them."""
+    from beforeqkv.checks import grading
+    wrong = lambda t: torch.ones(t, t).triu(1).bool()  # noqa: E731
+    right = lambda t: torch.ones(t, t).tril().bool()  # noqa: E731
+    monkeypatch.setattr(_core, "mode", lambda fn=None: "lenient")
+    monkeypatch.setattr(_core, "_report", lambda *a, **k: checks.CheckResult("x", True))
+    monkeypatch.setattr(checks, "check_causal_mask", lambda fn: True)
+    monkeypatch.setattr(checks, "check_prediction", lambda *a: True)
+    monkeypatch.setenv("BEFOREQKV_GRADING", "0")
+    monkeypatch.setenv("BEFOREQKV_CHECKS", "lenient")
+    with pytest.raises(AssertionError, match="BLOCKED"):
+        grading.verify("check_causal_mask", wrong)
+    with pytest.raises(AssertionError, match="not what the experiment shows"):
+        grading.verify("check_prediction", "ch5_weights_symmetric", "yes")
+    with pytest.raises(AssertionError, match="replace the"):
+        grading.verify("check_prediction", "ch5_weights_symmetric", ...)
+    assert grading.verify("check_causal_mask", right) is True
+    assert grading.verify("check_prediction", "ch5_weights_symmetric", "no") is True
+    with pytest.raises(ValueError, match="checker"):
+        grading.verify("explain", "ch5_weights_symmetric")
+    assert "beforeqkv._graded_checks" not in __import__("sys").modules
 
 
 @pytest.mark.parametrize("given, answer", [

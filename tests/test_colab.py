@@ -73,3 +73,25 @@ def test_a_chapter_alone_installs_the_book_and_runs_as_on_colab(tmp_path, wheel)
     executed = (folder / f"executed-{name}").read_text()
     assert "Traceback" not in executed
     assert "application/vnd.jupyter.widget-view+json" in executed, "the live explorer did not show"
+
+
+def test_the_published_wheel_and_sdist_hold_no_answer_of_the_key(wheel):
+    """What `pip install beforeqkv` gives: no prediction answer, no explanation, no key file."""
+    import tarfile
+    import zipfile
+
+    from _book import answer_leaks, answer_markers
+    markers = answer_markers()
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        assert not [n for n in names if "answers.json" in n or n.startswith("instructor/")], names
+        for n in names:
+            leaks = answer_leaks(z.read(n).decode("utf-8", errors="replace"), markers)
+            assert not leaks, (n, leaks[:3])
+    for sdist in (ROOT / "dist").glob("beforeqkv-*.tar.gz"):
+        with tarfile.open(sdist) as t:
+            for member in t.getmembers():
+                assert "answers.json" not in member.name, member.name
+                if member.isfile():
+                    text = t.extractfile(member).read().decode("utf-8", errors="replace")
+                    assert not answer_leaks(text, markers), member.name

@@ -23,6 +23,7 @@ import student  # noqa: E402
 import teachers  # noqa: E402
 
 SMALL = BOOK / "03_red_connections.ipynb"
+EXECUTED = ROOT / "_exec" / "book"  # make execute
 BIB = export_reader.bib_entries(BOOK / "references.bib")
 
 
@@ -68,7 +69,7 @@ def test_every_check_is_a_graded_cell_right_after_its_answer():
         graded = [c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")]
         checks_ = [c for c in source.cells if "checks.check_" in c.source]
         assert checks_ and all(c.metadata["nbgrader"]["grade"] for c in checks_), path.name
-        assert all(assignments.GRADING_ON in c.source for c in checks_), path.name
+        assert all("assert grading.verify(" in c.source.split("### BEGIN HIDDEN TESTS")[1] for c in checks_), path.name
         ids = [c.metadata["nbgrader"]["grade_id"] for c in source.cells if "nbgrader" in c.metadata]
         assert len(ids) == len(set(ids)), path.name
         assert len(graded) >= 3, path.name
@@ -122,14 +123,43 @@ def test_no_chapter_keeps_raw_myst_in_its_reader_version():
         assert not raw, (path.name, raw[:3])
 
 
-def test_glue_values_are_read_from_an_executed_notebook(tmp_path):
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("glue('x', 0.25)")
-    cell.outputs = [nbformat.v4.new_output("display_data", {"text/plain": "0.25"},
-                                           metadata={"scrapbook": {"name": "x", "mime_prefix": ""}})]
-    nb.cells = [cell]
+def test_glue_values_are_read_from_a_really_executed_notebook(tmp_path):
+    """myst-nb keeps a glued value under application/papermill.record/text/plain."""
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from myst_nb import glue\nglue('x', 0.25, display=False)\nglue('n', 3, display=False)")])
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     nbformat.write(nb, tmp_path / "run.ipynb")
-    assert export_reader.glue_values(tmp_path / "run.ipynb") == {"x": 0.25}
+    assert export_reader.glue_values(tmp_path / "run.ipynb") == {"x": 0.25, "n": 3}
+
+
+def test_an_empty_glue_value_stops_the_export_naming_chapter_and_glue(tmp_path, capsys):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "book" / "references.bib").write_text("")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("{glue:text}`x:.2f`")]),
+                   tmp_path / "book" / "01_x.ipynb")
+    cell = nbformat.v4.new_code_cell("glue('x', '')")
+    cell.outputs = [nbformat.v4.new_output("display_data", {"application/papermill.record/text/plain": ""},
+                                           metadata={"scrapbook": {"name": "x",
+                                                                   "mime_prefix": "application/papermill.record/"}})]
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / "run" / "01_x.ipynb")
+    with pytest.raises(export_reader.MissingGlue):
+        export_reader.glue_values(tmp_path / "run" / "01_x.ipynb")
+    assert export_reader.main(str(tmp_path / "book"), str(tmp_path / "run"), str(tmp_path / "out")) == 1
+    err = capsys.readouterr().err
+    assert "01_x.ipynb" in err and "'x'" in err and "empty" in err
+
+
+def test_every_glued_number_of_every_chapter_has_a_value_in_the_executed_run():
+    runs = [EXECUTED / p.name for p in CHAPTERS]
+    if not all(r.exists() for r in runs):
+        pytest.skip("no executed run in _exec/book: run `make execute`")
+    for path, run in zip(CHAPTERS, runs):
+        values = export_reader.glue_values(run)
+        names = _glue_names(nbformat.read(path, as_version=4))
+        missing = sorted(n for n in names if values.get(n) in (None, ""))
+        assert names and not missing, (path.name, missing)
 
 
 def test_teachers_page_is_generated_from_the_notebooks():
@@ -143,8 +173,10 @@ def released(tmp_path_factory):
     folder = os.environ.get("BEFOREQKV_ASSIGNMENTS")
     if folder:
         folder = Path(folder)
-        assert folder.is_dir(), f"{folder} is missing: run `make assignments`"
-        return {p.name: (nbformat.read(folder / "source" / p.name, as_version=4),
+        keys = Path(os.environ.get("BEFOREQKV_INSTRUCTOR", folder.parent / "instructor")) / "source"
+        assert folder.is_dir() and keys.is_dir(), f"{folder} or {keys} is missing: run `make assignments`"
+        assert not (folder / "source").exists(), "the students' folder holds the instructor's versions"
+        return {p.name: (nbformat.read(keys / p.name, as_version=4),
                          nbformat.read(folder / p.name, as_version=4)) for p in CHAPTERS}
     pytest.importorskip("nbgrader", reason="needs nbgrader (make assignments) or BEFOREQKV_ASSIGNMENTS")
     out = {}
@@ -192,7 +224,7 @@ def small(released, tmp_path_factory):
 def _run(path, monkeypatch, graded):
     from beforeqkv import grade
     if graded:
-        return grade.execute(path, timeout=300)
+        return grade.execute(path, timeout=300, source=path.parent / "instructor.ipynb")
     from nbclient import NotebookClient
     monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
     monkeypatch.delenv("BEFOREQKV_CHECKS", raising=False)
@@ -213,6 +245,45 @@ def test_an_untouched_student_notebook_grades_zero(small, monkeypatch):
     auto = [r for r in rows if r["kind"] != "open"]
     assert auto and sum(r["score"] for r in rows) == 0
     assert all(r["status"] == "unanswered" for r in rows if r["kind"] == "open")
+
+
+def _tamper(nb):
+    """What a student might try: patch the checkers and the mode in an answer cell, switch
+    grading off, edit every test cell and its points."""
+    nb = copy.deepcopy(nb)
+    answer = next(c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
+    answer.source += ("\nimport os, beforeqkv.checks as _c\nos.environ['BEFOREQKV_GRADING'] = '0'\n"
+                      "os.environ['BEFOREQKV_CHECKS'] = 'lenient'\n_c._core.mode = lambda fn=None: 'lenient'\n"
+                      "for _n in dir(_c):\n    if _n.startswith('check_'):\n"
+                      "        setattr(_c, _n, lambda *a, **k: True)\n")
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
+            cell.source = "print('all good')"
+            cell.metadata["nbgrader"]["points"] = 100
+    return nb
+
+
+@pytest.mark.parametrize("honest", ["student", "instructor"])
+def test_a_tampered_submission_scores_as_its_honest_content(small, monkeypatch, honest):
+    """Edited test cells and points, a patched checker, a student-set mode: the grade is the
+    honest one (0 for the untouched notebook, full marks for the right answers)."""
+    from beforeqkv import grade
+    nb = nbformat.read(small / f"{honest}.ipynb", as_version=4)
+    nbformat.write(_tamper(nb), small / f"tampered_{honest}.ipynb")
+    rows = grade.score(grade.execute(small / f"tampered_{honest}.ipynb", timeout=300,
+                                     source=small / "instructor.ipynb"))
+    auto = [r for r in rows if r["kind"] != "open"]
+    assert auto and all(r["points"] < 100 for r in auto)
+    if honest == "student":
+        assert sum(r["score"] for r in auto) == 0, grade.table(rows)
+    else:
+        assert all(r["score"] == r["points"] for r in auto), grade.table(rows)
+
+
+def test_grading_needs_the_instructors_version(tmp_path):
+    from beforeqkv import grade
+    with pytest.raises(FileNotFoundError, match="make assignments"):
+        grade.source_for(tmp_path / "03_red_connections.ipynb", tmp_path)
 
 
 def test_the_instructor_notebook_grades_full_marks(small, monkeypatch):
@@ -257,3 +328,87 @@ def test_the_students_site_has_no_solution_and_no_model_answer():
         html = (site / f"{path.stem}.html").read_text(encoding="utf-8")
         assert "Model answer" not in html and "BEGIN SOLUTION" not in html, path.name
         assert "YOUR CODE HERE" in html and ": right." not in html, path.name
+
+
+# ---------------------------------------------------------------- nbgrader itself (chapter 3)
+NBGRADER_SCORES = """
+import sys
+from nbgrader.api import Gradebook
+with Gradebook("sqlite:///" + sys.argv[1]) as gb:
+    for student in sys.argv[2:]:
+        nb = gb.find_submission_notebook("03_red_connections", "ch03", student)
+        code = [g for g in nb.grades if g.cell.cell_type == "code"]
+        print(student, sum(g.score for g in code), sum(g.max_score for g in code))
+"""
+
+
+def _nbgrader_env(venv):
+    """nbgrader's environment as a teacher has it: its venv's bin first (it calls `alembic`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BEFOREQKV_", "PYTHONPATH"))}
+    env["PATH"] = f"{Path(venv).resolve() / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+@pytest.fixture(scope="module")
+def nbgrader_course(released, tmp_path_factory):
+    """A course with chapter 3 as assignment ch03, two submissions (the untouched release and
+    the instructor's answers), autograded by nbgrader with the kernel `make assignments` set up."""
+    import shutil
+    import subprocess
+    venv = os.environ.get("NBGRADER_VENV")
+    if not venv:
+        pytest.skip("set NBGRADER_VENV (make test-homework does)")
+    course = tmp_path_factory.mktemp("course")
+    source, release = released[SMALL.name]
+    for folder, nb in [("source/ch03", source), ("submitted/alice/ch03", release),
+                       ("submitted/teacher/ch03", source)]:
+        (course / folder).mkdir(parents=True)
+        nbformat.write(nb, course / folder / SMALL.name)
+    keys = Path(os.environ.get("BEFOREQKV_INSTRUCTOR", ROOT / "dist" / "instructor"))
+    shutil.copy(keys / "nbgrader_config.py", course / "nbgrader_config.py")
+    nbgrader = str(Path(venv).resolve() / "bin" / "nbgrader")
+    env = _nbgrader_env(venv)
+    for args in (["generate_assignment", "ch03", "--force"], ["autograde", "ch03", "--create", "--force"]):
+        run = subprocess.run([nbgrader, *args], cwd=course, env=env, capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    out = subprocess.run([str(Path(venv).resolve() / "bin" / "python"), "-c", NBGRADER_SCORES,
+                          str(course / "gradebook.db"), "alice", "teacher"],
+                         capture_output=True, text=True, check=True).stdout
+    return course, {line.split()[0]: tuple(float(x) for x in line.split()[1:]) for line in out.splitlines()}
+
+
+def test_nbgrader_autograde_scores_the_untouched_release_zero_and_the_instructor_full(nbgrader_course):
+    _, scores = nbgrader_course
+    print("nbgrader autograde, chapter 3 (score, max):", scores)
+    assert scores["alice"][0] == 0 and scores["alice"][1] > 0
+    assert scores["teacher"][0] == scores["teacher"][1] > 0
+
+
+def test_nbgrader_validate_reports_a_wrong_answer(nbgrader_course, released, tmp_path):
+    """Validate runs the student's notebook with NBGRADER_EXECUTION set: checks raise there."""
+    import subprocess
+    _, release = released[SMALL.name]
+    nbformat.write(release, tmp_path / SMALL.name)
+    nbgrader = str(Path(os.environ["NBGRADER_VENV"]).resolve() / "bin" / "nbgrader")
+    env = _nbgrader_env(os.environ["NBGRADER_VENV"])
+    run = subprocess.run([nbgrader, "validate", SMALL.name], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    report = run.stdout + run.stderr
+    assert "VALIDATION FAILED" in report and "not implemented yet" in report, report[-2000:]
+
+
+def test_no_student_file_holds_an_answer_of_the_key():
+    """The students' notebooks, the reader notebooks and the students' site: no prediction
+    answer line, no explanation, no "right." output of a check."""
+    from _book import answer_leaks, answer_markers
+    markers = answer_markers()
+    folders = [os.environ.get("BEFOREQKV_ASSIGNMENTS"), ROOT / "dist" / "reader", ROOT / "_build" / "html-students"]
+    scanned = 0
+    for folder in filter(None, folders):
+        for path in Path(folder).rglob("*"):
+            if path.suffix in (".ipynb", ".html", ".py", ".md", ".txt", ".json") and path.is_file():
+                scanned += 1
+                leaks = answer_leaks(path.read_text(encoding="utf-8", errors="replace"), markers)
+                assert not leaks, (str(path), leaks[:3])
+    if not scanned:
+        pytest.skip("no students' files built: make test-homework builds them")

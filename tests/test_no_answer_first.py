@@ -51,7 +51,7 @@ def test_no_glued_answer_before_its_prediction_is_checked(path):
 
 
 def test_the_test_catches_an_answer_given_first():
-    checks.register_question("_t_answer_first", "2", "because", reveals=["_t_value"])
+    checks.register_question("_t_answer_first", digits=0, reveals=["_t_value"])
     try:
         cells = [nbformat.v4.new_markdown_cell("It is {glue:text}`_t_value:.0f`."),
                  nbformat.v4.new_code_cell('checks.check_prediction("_t_answer_first", p)')]

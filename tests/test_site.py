@@ -1,10 +1,13 @@
 """Tests on the built site (_build/html): run by .ci/run after `make site`."""
+import html as html_lib
 import re
 from html.parser import HTMLParser
 
+import nbformat
 import pytest
+import yaml
 
-from _book import CHAPTERS, ROOT
+from _book import CHAPTERS, ROOT, predictions, reader_problems
 
 
 def page(site, chapter):
@@ -23,7 +26,8 @@ def test_every_chapter_page_shows_executed_figures_and_no_errors(site, chapter):
     assert re.search(r"<img[^>]+src=\"[^\"]*\.png\"", html), f"{chapter.stem} shows no figure"
     assert "Traceback (most recent call last)" not in html
     assert "{glue:" not in html and "glue:text" not in html, "an unresolved glue role reached the page"
-    assert "### BEGIN SOLUTION" in html or "BEGIN SOLUTION" in html  # solutions are in the book, folded
+    assert "Show solution" in html, "solutions are in the book, folded as 'Show solution'"
+    assert "BEGIN SOLUTION" not in html and "END SOLUTION" not in html, "a solution marker shows"
 
 
 def test_index_links_to_the_first_chapter(site):
@@ -108,3 +112,80 @@ def test_figures_are_numbered_by_chapter(site, chapter):
     n = int(chapter.stem.split("_")[0])
     numbers = re.findall(r'caption-number">Figure ([\d.]+)', page(site, chapter))
     assert numbers == [f"{n}.{i}" for i in range(1, len(numbers) + 1)], numbers
+
+
+def test_the_public_site_holds_no_answer_of_the_key(site):
+    """Every page and every file the site serves (HTML, notebooks, sources): no prediction
+    answer line, no explanation that only a right answer unlocks, no check's "right." line."""
+    from _book import answer_leaks, answer_markers
+    markers = answer_markers()
+    scanned = 0
+    for path in site.rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".ipynb", ".txt", ".md", ".js", ".json", ".py"):
+            if "mathjax" in path.parts:
+                continue
+            scanned += 1
+            leaks = answer_leaks(path.read_text(encoding="utf-8", errors="replace"), markers)
+            assert not leaks, (str(path.relative_to(site)), leaks[:3])
+    assert scanned > 20
+
+
+# ---------------------------------------------------------------- every button opens the reader notebook
+def expected_launch_urls(chapter):
+    """The Colab and Binder URLs of a chapter, from _config.yml alone."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    org, repo = re.match(r"https://github\.com/([^/]+)/([^/]+)", config["repository"]["url"]).groups()
+    branch = config["sphinx"]["config"]["bqkv_notebooks_branch"]
+    ui = {"classic": "tree", "jupyterlab": "lab/tree"}[config["launch_buttons"]["notebook_interface"]]
+    path = f"book/{chapter.name}"
+    return {"colab": f"https://colab.research.google.com/github/{org}/{repo}/blob/{branch}/{path}",
+            "binder": f"https://mybinder.org/v2/gh/{org}/{repo}/{branch}?urlpath={ui}/{path}"}
+
+
+def links(html):
+    hrefs = [html_lib.unescape(h) for h in re.findall(r'<a [^>]*href="([^"]+)"', html)]
+    return {"colab": [h for h in hrefs if "colab.research.google.com" in h],
+            "binder": [h for h in hrefs if "mybinder.org" in h],
+            "download": [h for h in hrefs if h.endswith(".ipynb") and "://" not in h]}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_colab_and_binder_open_the_notebooks_branch_as_config_says(site, chapter):
+    found, want = links(page(site, chapter)), expected_launch_urls(chapter)
+    assert found["colab"] == [want["colab"]] and found["binder"] == [want["binder"]], found
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_launch_and_download_link_is_a_reader_notebook_the_build_wrote(site, chapter):
+    found = links(page(site, chapter))
+    assert len(found["download"]) == 1, found["download"]
+    download = (site / "book" / found["download"][0]).resolve()
+    assert download.is_relative_to(site.resolve()) and download.is_file(), found["download"]
+    for url in found["colab"] + found["binder"]:  # book/NN.ipynb on the branch: the same file
+        branch_path = re.search(r"(book/[^/?]+\.ipynb)$", url).group(1)
+        assert branch_path == f"book/{chapter.name}"
+        assert (site / "notebooks" / chapter.name).resolve() == download
+    source = nbformat.read(chapter, as_version=4)
+    assert reader_problems(nbformat.read(download, as_version=4), source) == []
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_no_prediction_answer_is_on_the_site(site, chapter):
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", page(site, chapter)))
+    found = predictions(nbformat.read(chapter, as_version=4))
+    assert found and ": right." not in text
+    for name, line in found:
+        assert line not in text and f"{name} = ...  # your prediction" in text, name
+
+
+def test_no_file_of_the_site_holds_a_prediction_answer_or_a_solution_marker(site):
+    """Not a page, nor _sources/, nor the search index, nor a notebook to download."""
+    answers = {line for chapter in CHAPTERS for _, line in predictions(nbformat.read(chapter, as_version=4))}
+    for path in site.rglob("*"):
+        if path.suffix not in (".html", ".txt", ".ipynb", ".js", ".json") or "_static" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert "BEGIN SOLUTION" not in text, path
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", text)).replace('\\"', '"')  # HTML, JSON
+        leaked = [a for a in answers if a in text]
+        assert not leaked, (path, leaked)

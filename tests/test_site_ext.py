@@ -51,3 +51,39 @@ def test_figures_are_numbered_per_chapter_in_page_order():
     assert env.toc_fignumbers["book/05_b"]["figure"] == {"fig-b1": (5, 1), "fig-b2": (5, 2)}
     assert env.toc_fignumbers["book/05_b"]["table"] == {"t": (5, 1)}
     assert env.toc_fignumbers["book/notation"]["figure"] == {"fig-n": (1,)}
+
+
+class _App:
+    """The bits of a Sphinx app the button rewrite reads (as _config.yml sets them)."""
+
+    class config:  # noqa: N801
+        html_theme_options = {"repository_url": "https://github.com/org/repo",
+                              "launch_buttons": {"notebook_interface": "classic",
+                                                 "colab_url": "https://colab.research.google.com",
+                                                 "binderhub_url": "https://mybinder.org"}}
+        bqkv_notebooks_branch = "notebooks"
+        bqkv_notebooks_dir = "notebooks"
+
+
+def test_launch_urls_open_the_notebooks_branch():
+    assert bqkv_site.launch_urls(_App, "book/05_x") == {
+        "Colab": "https://colab.research.google.com/github/org/repo/blob/notebooks/book/05_x.ipynb",
+        "Binder": "https://mybinder.org/v2/gh/org/repo/notebooks?urlpath=tree/book/05_x.ipynb"}
+
+
+def test_the_theme_buttons_of_a_chapter_are_rewritten_and_other_pages_left_alone():
+    def buttons():
+        return [{"label": "download-buttons", "buttons": [
+                    {"text": ".ipynb", "url": "../_sources/book/05_x.ipynb"}, {"text": ".pdf"}]},
+                {"label": "launch-buttons", "buttons": [
+                    {"text": "Binder", "url": "old"}, {"text": "Colab", "url": "old"}]}]
+    ctx = {"header_buttons": buttons(), "pathto": lambda name, resource=0: f"../{name}"}
+    bqkv_site._reader_buttons(_App, "book/05_x", "page.html", ctx, None)
+    download, launch = ctx["header_buttons"]
+    assert download["buttons"][0]["url"] == "../notebooks/05_x.ipynb"
+    assert [b["url"] for b in launch["buttons"]] == [
+        "https://mybinder.org/v2/gh/org/repo/notebooks?urlpath=tree/book/05_x.ipynb",
+        "https://colab.research.google.com/github/org/repo/blob/notebooks/book/05_x.ipynb"]
+    other = {"header_buttons": buttons(), "pathto": ctx["pathto"]}
+    bqkv_site._reader_buttons(_App, "book/notation", "page.html", other, None)
+    assert other["header_buttons"] == buttons()

@@ -1,11 +1,12 @@
 """Homework notebooks, made the way nbgrader makes them.
 
-    python tools/assignments.py book _exec/book dist/assignments
+    python tools/assignments.py book _exec/book dist/assignments dist/instructor
 
 For every chapter ``book/NN_*.ipynb`` (the instructor's notebook, solutions inside
 ``### BEGIN/END SOLUTION``) this writes
 
-* ``dist/assignments/source/NN_*.ipynb``: the nbgrader *source* version. Markdown is
+* ``dist/instructor/source/NN_*.ipynb``: the nbgrader *source* version (never in the
+  students' folder). Markdown is
   reader Markdown (no raw MyST, glued numbers from the executed run in ``_exec/book``);
   every exercise cell carries nbgrader metadata: solution cells (the functions, the
   predictions, an answer cell per open question holding its model answer), and the
@@ -18,9 +19,11 @@ For every chapter ``book/NN_*.ipynb`` (the instructor's notebook, solutions insi
   ``raise NotImplementedError()`` inside the function the check calls, a prediction
   becomes ``...``, an open question's model answer becomes an empty answer cell.
 
-Each check cell starts with a hidden test block (removed from the release) that sets
-``BEFOREQKV_GRADING=1``: when nbgrader's autograder restores the source's test cells,
-a failed check raises and loses its points; in the student's own Run All it only prints.
+Each check cell ends with a hidden test block (removed from the release) that asserts
+``grading.verify(...)`` with the check's own arguments: when nbgrader's autograder
+restores the source's test cells, a wrong answer raises and loses its points whatever the
+student's cells patched; in the student's own Run All the visible check only prints
+(nbgrader's Validate runs it in graded mode, so it reports a wrong answer).
 Only ``source_version`` is needed without nbgrader; ``release_version`` imports it.
 """
 from __future__ import annotations
@@ -40,9 +43,29 @@ DETAILS = re.compile(r"\n*<details>\s*<summary>\s*Model answer\s*</summary>\s*(.
 BLOCK = re.compile(r"^[ \t]*### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*(\n|$)", re.S | re.M)
 PREDICTION = re.compile(r"^([ \t]*### BEGIN SOLUTION[^\n]*\n)([ \t]*)(\w+)\s*=\s*[^\n]+\n([ \t]*### END SOLUTION)",
                         re.M)
-GRADING_ON = ("### BEGIN HIDDEN TESTS\n"
-              "import os; os.environ[\"BEFOREQKV_GRADING\"] = \"1\"  # autograding: a failed check raises\n"
-              "### END HIDDEN TESTS\n")
+HIDDEN = "### BEGIN HIDDEN TESTS\nfrom beforeqkv.checks import grading\n{asserts}\n### END HIDDEN TESTS"
+
+
+def hidden_tests(source: str) -> str:
+    """The hidden test block for a check cell: one ``assert grading.verify(...)`` per
+    ``checks.check_*(...)`` call, with the same arguments. ``verify`` runs the checker from
+    a fresh copy in graded mode, so nothing the student's kernel patched or set counts."""
+    import ast
+    asserts = []
+    for node in ast.walk(ast.parse(source)):
+        f = getattr(node, "func", None)
+        if (isinstance(node, ast.Call) and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                and f.value.id == "checks" and f.attr.startswith("check_")):
+            args = [ast.get_source_segment(source, a) for a in node.args]
+            args += [f"{k.arg}={ast.get_source_segment(source, k.value)}" for k in node.keywords]
+            asserts.append(f"assert grading.verify({', '.join([repr(f.attr)] + args)})")
+    if not asserts:
+        raise ValueError(f"a graded cell calls no checks.check_*: {source[:80]!r}")
+    return HIDDEN.format(asserts="\n".join(asserts))
+
+
+def with_hidden_tests(source: str) -> str:
+    return source.rstrip("\n") + "\n" + hidden_tests(source)
 POINTS = {"coding": 3, "prediction": 1, "open": 2}
 
 
@@ -129,7 +152,7 @@ def source_version(nb, values: dict | None = None, bib: dict | None = None,
             gid = f"ex{number.replace('.', '_')}" if number else key
             end = BLOCK.search(cell.source).end()
             answer = nbformat.v4.new_code_cell(cell.source[:end].rstrip("\n"))
-            test = nbformat.v4.new_code_cell(GRADING_ON + cell.source[end:].strip("\n"))
+            test = nbformat.v4.new_code_cell(with_hidden_tests(cell.source[end:].strip("\n")))
             _nbgrader(answer, f"{gid}_prediction", solution=True, grade=False)
             _nbgrader(test, f"{gid}_check", solution=False, grade=True, points=POINTS["prediction"], locked=True)
             test.metadata["homework"] = {"kind": "prediction", "exercise": number or key}
@@ -145,7 +168,7 @@ def source_version(nb, values: dict | None = None, bib: dict | None = None,
         if i < len(nb.cells) and "checks.check_" in nb.cells[i].source:
             test = nb.cells[i]
             i += 1
-            test.source = GRADING_ON + test.source
+            test.source = with_hidden_tests(test.source)
             _nbgrader(test, f"{gid}_check", solution=False, grade=True, points=POINTS["coding"], locked=True)
             test.metadata["homework"] = {"kind": "coding", "exercise": number or gid}
             cells.append(test)
@@ -176,9 +199,20 @@ def release_version(source):
     return CheckCellMetadata().preprocess(nb, resources)[0]
 
 
-def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assignments") -> int:
-    out = Path(dst)
-    (out / "source").mkdir(parents=True, exist_ok=True)
+def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assignments",
+         instructor: str = "dist/instructor") -> int:
+    """Students' notebooks into ``dst``; the nbgrader source versions (solutions inside)
+    into ``instructor/source``: two folders, so zipping the students' one hands out no
+    solution."""
+    out, keys = Path(dst), Path(instructor) / "source"
+    if out.resolve() in keys.resolve().parents or keys.resolve() == out.resolve():
+        raise SystemExit(f"{keys} must not be inside the students' folder {out}")
+    out.mkdir(parents=True, exist_ok=True)
+    keys.mkdir(parents=True, exist_ok=True)
+    stale = out / "source"  # where earlier versions put the source versions
+    if stale.is_dir():
+        import shutil
+        shutil.rmtree(stale)
     bib = export_reader.bib_entries(Path(src) / "references.bib")
     for path in sorted(Path(src).glob("[0-9]*.ipynb")):
         run = Path(executed) / path.name
@@ -187,13 +221,13 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
             return 1
         source = source_version(nbformat.read(path, as_version=4), export_reader.glue_values(run), bib,
                                 export_reader.chapter_of(path))
-        nbformat.write(source, out / "source" / path.name)
+        nbformat.write(source, keys / path.name)
         nbformat.write(release_version(source), out / path.name)
         n = len(exercises(source))
         print(f"{path.name}: {n} graded cells, {sum(e['points'] for e in exercises(source))} points")
-    print(f"wrote assignments to {out}/ (nbgrader source versions in {out}/source/)")
+    print(f"wrote the students' notebooks to {out}/ and the instructor's (nbgrader source) to {keys}/")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

@@ -4,10 +4,30 @@
 
 Generated from the one source notebook per chapter (``book/NN_*.ipynb``), never edited
 by hand: ``{glue:text}`name:fmt``` becomes the value of the book's executed run (read
-from the glue outputs of ``_exec/book/NN_*.ipynb``), ``{footcite:t}``/``{footcite:p}``
+from the glue outputs of ``_exec/book/NN_*.ipynb``; a value that is missing or empty
+stops the export with the chapter and the glue name), ``{footcite:t}``/``{footcite:p}``
 become "Author (year)" / "(Author, year)" and the ``{footbibliography}`` directive a
 plain reference list, ``(label)=`` lines are dropped, other roles keep their text and
 other directives become plain Markdown. Outputs are cleared. The site keeps glue.
+
+No solution is in view (:func:`answers_at_end`), because a reader who opens the notebook
+should try each exercise before seeing its answer:
+
+* a coding exercise's cell gets the student stub of ``tools/student.py`` (``# YOUR CODE
+  HERE`` + ``raise NotImplementedError()``); its full solution (markers dropped) goes to
+  an ``## Answers`` section at the end of the notebook, under ``### Answer to exercise
+  N.k``, in a code cell whose source is folded: ``metadata.jupyter.source_hidden`` in
+  JupyterLab and Notebook 7, Colab's form view (``metadata.cellView = "form"`` and a
+  first line ``# @title ...``; double-click shows the code) in Colab;
+* an open question's ``<details>`` model answer moves to the same section (a
+  ``<details>`` block there too, folded in every viewer);
+* a prediction (one ``name = value`` line) becomes ``name = ...  # your prediction`` and
+  its answer is nowhere in the notebook: the experiment after the check measures it.
+
+Run All still reaches the end: in a kernel, a check whose notebook holds no solution
+block prints ``✗`` and a hint instead of raising (``beforeqkv.checks``), and the answer
+cells only define the reference functions. ``reader_notebook`` alone (the MyST-free
+Markdown, solutions kept) is what ``tools/assignments.py`` builds on.
 """
 from __future__ import annotations
 
@@ -18,6 +38,9 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from student import BLOCK, DETAILS, is_prediction, strip_solutions  # noqa: E402
+
 ROLE = re.compile(r"\{([a-z][\w:-]*)\}`([^`]*)`")
 LABEL = re.compile(r"^\([\w:.-]+\)=[ \t]*\n?", re.M)
 DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
@@ -27,11 +50,24 @@ ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attent
 
 
 class MissingGlue(KeyError):
-    """A glue role names a value that the executed notebook does not hold."""
+    """A glue role names a value that the executed notebook does not hold (or holds empty)."""
+
+
+def _glue_text(out) -> str | None:
+    """The text of one glue output: myst-nb stores it under its mime prefix
+    (``application/papermill.record/text/plain``); plain ``text/plain`` as a fallback."""
+    meta = out.get("metadata", {}).get("scrapbook", {})
+    data = out.get("data", {})
+    for key in (meta.get("mime_prefix", "") + "text/plain", "text/plain"):
+        if key in data:
+            text = data[key]
+            return "".join(text) if isinstance(text, list) else text
+    return None
 
 
 def glue_values(executed: Path) -> dict[str, object]:
-    """name -> value for every ``glue(name, value)`` output of an executed notebook."""
+    """name -> value for every ``glue(name, value)`` output of an executed notebook;
+    :class:`MissingGlue` (name, "empty") for a glue output without a value."""
     values: dict[str, object] = {}
     nb = nbformat.read(executed, as_version=4)
     for cell in nb.cells:
@@ -39,7 +75,9 @@ def glue_values(executed: Path) -> dict[str, object]:
             meta = out.get("metadata", {}).get("scrapbook")
             if not meta:
                 continue
-            text = out.get("data", {}).get("text/plain", "")
+            text = (_glue_text(out) or "").strip()
+            if not text:
+                raise MissingGlue(meta["name"], "empty")
             try:
                 values[meta["name"]] = ast.literal_eval(text)
             except (ValueError, SyntaxError):
@@ -89,9 +127,9 @@ def _cite(keys: str, bib: dict, textual: bool, cited: list) -> str:
 
 def _glue(content: str, values: dict) -> str:
     name, _, spec = content.partition(":")
-    if name not in values:
+    value = values.get(name)
+    if value is None or value == "":
         raise MissingGlue(name)
-    value = values[name]
     try:
         return format(value, spec) if spec else str(value)
     except (ValueError, TypeError):
@@ -187,6 +225,88 @@ def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None):
     return nb
 
 
+ANSWERS = "## Answers"
+ANSWERS_INTRO = ("For after your own attempt. Each code answer is folded: click the bar "
+                 "to the left of the cell (JupyterLab, Jupyter Notebook) or double-click it "
+                 "(Colab) to see it. Running it defines the reference version; run the "
+                 "exercise's check after it to compare.")
+POINTER = "*The model answer is at the end of this notebook, under* **Answers**."
+
+
+def _exercise_at(text: str, pos: int, current: str | None) -> str | None:
+    """The number of the last exercise heading before ``pos`` in ``text``, else ``current``."""
+    from assignments import HEADING  # the one definition (assignments imports this module)
+    found = [m.group(1) for m in HEADING.finditer(text) if m.start() < pos]
+    return found[-1] if found else current
+
+
+def _answer_code(number: str | None, solution: str):
+    title = f"Answer to exercise {number}" if number else "Answer"
+    cell = nbformat.v4.new_code_cell(f"# @title {title} (double-click to show)\n{solution}")
+    cell.metadata.update({"jupyter": {"source_hidden": True}, "cellView": "form"})
+    return cell
+
+
+def _answer_text(body: str):
+    return nbformat.v4.new_markdown_cell(
+        f"<details><summary>Model answer (click to show)</summary>\n\n{body.strip()}\n\n</details>")
+
+
+def _hide_code_solution(cell, number, answers: list) -> None:
+    if any(is_prediction(m.group(2), m.group(1)) for m in BLOCK.finditer(cell.source)):
+        cell.source = strip_solutions(cell.source, "code", comment="your prediction")
+    else:
+        solution = BLOCK.sub(lambda m: m.group(2).rstrip("\n"), cell.source)
+        cell.source = strip_solutions(cell.source, "code")
+        answers.append((number, _answer_code(number, solution)))
+    tags = [t for t in cell.metadata.pop("tags", []) if t not in ("hide-cell", "hide-input")]
+    if tags:
+        cell.metadata["tags"] = tags
+
+
+def _move_model_answers(cell, number, answers: list) -> str | None:
+    def move(m):
+        answers.append((_exercise_at(cell.source, m.start(), number), _answer_text(m.group(1))))
+        return f"\n\n{POINTER}"
+    source = cell.source
+    cell.source = DETAILS.sub(move, source)
+    return _exercise_at(source, len(source), number)
+
+
+def answers_at_end(nb):
+    """No solution in view: stubs in place, answers in an ``## Answers`` section at the end,
+    predictions reduced to ``name = ...`` with no answer anywhere (see the module docstring)."""
+    number, answers = None, []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            number = _move_model_answers(cell, number, answers)
+        elif BLOCK.search(cell.source):
+            _hide_code_solution(cell, number, answers)
+    if not answers:
+        return nb
+    cells = [nbformat.v4.new_markdown_cell(f"{ANSWERS}\n\n{ANSWERS_INTRO}")]
+    seen = set()
+    for number, cell in answers:
+        if number not in seen:
+            seen.add(number)
+            title = f"Answer to exercise {number}" if number else "Answer"
+            cells.append(nbformat.v4.new_markdown_cell(f"### {title}"))
+        cells.append(cell)
+    for k, cell in enumerate(cells):  # stable ids: exporting twice writes the same file
+        cell["id"] = f"answers-{k:03d}"
+    nb.cells += cells
+    return nb
+
+
+def reader_version(nb, values: dict, bib: dict, chapter: int | None = None):
+    """What ``make reader-notebooks`` writes: reader Markdown, answers at the end."""
+    nb = answers_at_end(reader_notebook(nb, values, bib, chapter))
+    if (nb.nbformat, nb.nbformat_minor) < (4, 5):  # cell ids are nbformat 4.5
+        for cell in nb.cells:
+            cell.pop("id", None)
+    return nb
+
+
 def has_raw_myst(text: str) -> list[str]:
     """The raw MyST constructs left in a markdown text (empty when clean)."""
     found = [m.group(0) for m in ROLE.finditer(text)]
@@ -204,8 +324,14 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reade
         if not run.exists():
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)
             return 1
-        nb = reader_notebook(nbformat.read(path, as_version=4), glue_values(run), bib,
-                             chapter_of(path))
+        try:
+            nb = reader_version(nbformat.read(path, as_version=4), glue_values(run), bib,
+                                chapter_of(path))
+        except MissingGlue as err:
+            why = "is empty" if err.args[1:] == ("empty",) else "is missing"
+            print(f"{path.name}: the value of glue {err.args[0]!r} {why} in {run}: a stale run "
+                  "or a failed glue(...) call; run `make execute`", file=sys.stderr)
+            return 1
         nbformat.write(nb, out / path.name)
     print(f"wrote reader notebooks to {out}/")
     return 0

@@ -20,17 +20,22 @@ import nbformat
 
 BLOCK = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*$", re.S | re.M)
 ASSIGNMENT = re.compile(r"^[ \t]*(\w+)\s*=\s*[^\n]+\n?$")
-DETAILS = re.compile(r"\n*<details>\s*<summary>\s*Model answer\s*</summary>.*?</details>[ \t]*", re.S)
+DETAILS = re.compile(  # group 1: the model answer
+    r"\n*<details>\s*<summary>\s*Model answer\s*</summary>\s*(.*?)</details>[ \t]*", re.S)
 
 
-def strip_solutions(source: str, cell_type: str) -> str:
+def is_prediction(body: str, indent: str = "") -> bool:
+    """True for a prediction's solution block: one unindented ``name = value`` line."""
+    return bool(ASSIGNMENT.match(body)) and not indent and "\n" not in body.strip()
+
+
+def strip_solutions(source: str, cell_type: str, comment: str = "your answer") -> str:
     def stub(m):
         indent, body = m.group(1), m.group(2)
         if cell_type != "code":
             return f"{indent}YOUR ANSWER HERE"
-        pred = ASSIGNMENT.match(body)
-        if pred and not indent and "\n" not in body.strip():
-            return f"{pred.group(1)} = ...  # your answer"
+        if is_prediction(body, indent):
+            return f"{ASSIGNMENT.match(body).group(1)} = ...  # {comment}"
         return f"{indent}# YOUR CODE HERE\n{indent}raise NotImplementedError()"
     return BLOCK.sub(stub, source)
 

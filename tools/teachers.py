@@ -36,8 +36,11 @@ no GPU and no internet after installation, and ends with exercises of three kind
 - **Prediction** (predict, then run): the student writes an answer before running the
   experiment; the check accepts it in any natural form (`1`, `"1"`, `1.0`; case and
   spacing) and explains the result once it is right. A wrong prediction is told so with a
-  hint, never with the answer, so the student can think again; `checks.explain(key)` shows
-  the answer afterwards.
+  hint, never with the answer, so the student can think again; the experiment that follows
+  measures the answer. The package does not hold the answers: it stores a salted hash of
+  each and the explanation encrypted under it, so neither `checks??`, the installed package,
+  a student's notebook nor this site shows one (tested). The answers are in the
+  instructor's bundle (`make instructor`).
 - **Open**: a question answered in prose, graded by hand with the rubric below.
 
 In a student's notebook a check never stops *Run All*: an unanswered prediction or an
@@ -49,41 +52,67 @@ run, a failed check raises.
 HANDOUT = """## Handing out
 
 ```bash
-make assignments        # dist/assignments/NN_*.ipynb: what students open
-make reader-notebooks   # dist/reader/NN_*.ipynb: the chapters with their solutions, for reading
+make assignments        # dist/assignments/NN_*.ipynb: what students open (nothing else in it)
+make instructor         # dist/instructor/: answer key, nbgrader source versions, nbgrader_config.py
+make reader-notebooks   # dist/reader/NN_*.ipynb: what the site's buttons open (answers at the end)
 make book-students      # _build/html-students: the site without solutions or model answers
 ```
 
+`dist/assignments/` holds only the students' notebooks: zip it and hand it out. The
+instructor's files (`dist/instructor/`: `answer_key.md`, the nbgrader source versions with
+the solutions in `source/`, `nbgrader_config.py`) are never in that folder, and no public
+build (the site, the reader notebooks, the package) contains them. The book's repository
+is public and its notebooks are the instructor's versions: a student who reads the
+repository can find the answers, as with any textbook's solutions online.
+
 `make assignments` installs nbgrader into its own environment (`.venv-homework`, a minute
-or a few) and uses nbgrader's own preprocessors, so the notebooks are what nbgrader makes:
-each solution becomes `# YOUR CODE HERE` + `raise NotImplementedError()` inside the
-function the check calls, each prediction becomes `my_prediction = ...`, each open question
-gets an empty answer cell, and the outputs are cleared. The Markdown is plain (the book's
-numbers are filled in from its executed run, citations are written out), so the notebooks
-read the same in Jupyter, JupyterLab and Colab. In Colab, the first cell installs the
-package.
+or a few), makes the book's environment its `python3` kernel, and uses nbgrader's own
+preprocessors: each solution becomes `# YOUR CODE HERE` + `raise NotImplementedError()`
+inside the function the check calls, each prediction becomes `my_prediction = ...`, each
+open question gets an empty answer cell, and the outputs are cleared. The Markdown is plain
+(the book's numbers are filled in from its executed run, citations are written out), so the
+notebooks read the same in Jupyter, JupyterLab and Colab. In Colab, the first cell installs
+the package.
 
 ## Grading without nbgrader
 
 ```bash
-python -m beforeqkv.grade submissions/alice/08_transformer.ipynb
+python -m beforeqkv.grade submissions/alice/08_transformer.ipynb --source dist/instructor/source
 ```
 
-runs the notebook in a fresh kernel in graded mode (`BEFOREQKV_GRADING=1`: a failed check
-raises, with a message that never contains the answer) and prints a table: one row per
-check with its points, plus the open questions to grade by hand. An untouched notebook
-scores zero; the instructor's notebook scores full marks (both are tested).
+grades the way nbgrader's autograder does: the notebook that runs is the instructor's
+version with only the student's answer cells put in, so the test cells, their hidden tests
+and the points come from the instructor's version, never from the submission. It runs in a
+fresh kernel and prints a table: one row per check with its points, plus the open
+questions to grade by hand. Each hidden test asserts `checks.grading.verify(...)`, which
+runs the checker from a fresh copy of the package in graded mode: a submission that edits a
+test cell or its points, patches a checker or the check mode in an answer cell, or sets
+`BEFOREQKV_GRADING=0` scores what its honest content scores (tested on chapter 3: an
+untouched notebook scores zero, tampered or not; the instructor's answers score full
+marks, tampered or not). Grading runs the student's code: like nbgrader, it is no sandbox.
 
 ## Grading with nbgrader
 
-`dist/assignments/source/` holds the nbgrader *source* versions (solutions inside, grade
-ids and points on every exercise cell, each check an autograder test). Copy a chapter into
-your course's `source/<assignment>/` and use nbgrader as usual (`generate_assignment`,
-`collect`, `autograde`, `formgrade`). Each check cell starts with a hidden test block that
-switches on graded mode, so under `autograde` a failed check loses its points. One
-difference from our release version: nbgrader's own `generate_assignment` turns a
-prediction into `raise NotImplementedError()`; to keep Run All going, release the
-notebooks from `dist/assignments/` instead (same cells, same ids, same checksums).
+Copy a chapter's `dist/instructor/source/NN_*.ipynb` into your course's
+`source/<assignment>/` and `dist/instructor/nbgrader_config.py` into the course directory,
+then use nbgrader as usual (`generate_assignment`, `collect`, `autograde`, `formgrade`).
+Two settings matter, and the config file sets both:
+
+- **The kernel.** nbgrader runs the notebooks with the kernel named `python3` of its own
+  environment, which must have `torch` and `beforeqkv`. `make assignments` registers the
+  book's `.venv` as that kernel in `.venv-homework`; elsewhere run
+  `.venv/bin/python -m ipykernel install --prefix <nbgrader's env> --name python3`. Without
+  it the first cell tries to install the package at grading time and every check fails.
+- **The timeout.** nbgrader stops a cell after 30 s by default; the config raises it to
+  600 s (the longest chapter runs in about a minute on a laptop CPU).
+
+The hidden test at the end of each check cell is restored by `autograde`, so a wrong answer
+loses its points. nbgrader's *Validate* runs the checks in graded mode (it sets
+`NBGRADER_EXECUTION`), so it reports a wrong or missing answer as a failed cell. Release
+the notebooks from `dist/assignments/` rather than with `generate_assignment`: ours turn a
+prediction into `my_prediction = ...` (nbgrader's own would put `raise
+NotImplementedError()` there, which stops *Run All*). Tested on chapter 3 with nbgrader
+0.9.6: `autograde` scores the untouched release 0 and the instructor's answers full marks.
 
 ## Gradescope and Colab with otter-grader
 
@@ -131,8 +160,8 @@ Each open question is a manually graded otter question.
   wrong quantity.
 - **0**: missing, or contradicts what the chapter's experiments show.
 
-The model answers are in the instructor's notebooks (`book/`), folded under *Model answer*,
-and in the source versions' answer cells.
+The model answers are in the instructor's bundle (`dist/instructor/answer_key.md` and the
+source versions' answer cells). On this site they are folded under *Model answer*.
 
 ## Prerequisites
 
@@ -186,12 +215,16 @@ def render(book: Path) -> str:
         parts.append("|---|---|---|---|---|---|")
         for r in rows:
             title = re.sub(r"\s*\(predict, then run\)", "", r["title"])
+            what = "a prediction (answer in the instructor's bundle)" if r["kind"] == "prediction" else r["checks"]
             parts.append(f"| {r['number']} | {title} | {r['kind']} | {STARS.get(r['difficulty'], '?')} | "
-                         f"{r['minutes']} min | {r['checks']} |")
+                         f"{r['minutes']} min | {what} |")
             if r.get("exam"):
                 exam.append(f"{r['number']} {title} ({r['kind']}, {r['minutes']} min)")
         minutes = sum(r["minutes"] for r in rows)
-        parts.append(f"\n{len(rows)} exercises, about {minutes} minutes in all.\n")
+        auto = sum(r["points"] for r in rows if r["kind"] != "open")
+        by_hand = sum(r["points"] for r in rows if r["kind"] == "open")
+        parts.append(f"\n{len(rows)} exercises, about {minutes} minutes in all; {auto} points checked "
+                     f"automatically + {by_hand} graded by hand.\n")
     parts.append("## Exercises that suit an exam\n")
     parts.append("Short, self-contained, and answerable without running a long experiment:\n")
     parts += [f"- {e}" for e in exam]

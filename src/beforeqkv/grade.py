@@ -1,17 +1,26 @@
 """Grade a homework notebook without nbgrader: run it, score every check.
 
-    python -m beforeqkv.grade SUBMISSION.ipynb [MORE.ipynb ...] [--timeout 600]
+    python -m beforeqkv.grade SUBMISSION.ipynb [MORE.ipynb ...] [--source DIR_OR_FILE] [--timeout 600]
 
-The notebook runs top to bottom in a fresh kernel with ``BEFOREQKV_GRADING=1``, so
-every failed check raises (with a message that never gives the answer) and the run
-goes on past it. A check cell scores its points when it runs without error. The
-cells are found from their nbgrader metadata (``make assignments`` writes it); in a
-notebook without it, every cell calling ``checks.check_*`` is worth one point. Open
-questions are listed for grading by hand (0 points until a person grades them).
+Like nbgrader's autograder, the graded notebook is the instructor's version (``--source``:
+a notebook, or a folder holding one of the same name; by default
+``dist/instructor/source/``, written by ``make assignments``) with only the student's
+answer cells (nbgrader ``solution`` cells, matched by grade id) taken from the
+submission. Everything else comes from the instructor's version: the test cells with
+their hidden tests, the points and the prose, so a student who edits a test cell or its
+metadata changes nothing. Each hidden test asserts ``checks.grading.verify(...)``, which
+runs the checker from a fresh copy in graded mode, so patching a checker or the check
+mode in an answer cell, or setting ``BEFOREQKV_GRADING``, changes nothing either.
+
+The notebook runs top to bottom in a fresh kernel with ``BEFOREQKV_GRADING=1``; a failed
+check raises (with a message that never gives the answer) and the run goes on past it.
+A test cell scores its points when it runs without error. Open questions are listed for
+grading by hand (0 points until a person grades them).
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 from pathlib import Path
@@ -22,7 +31,7 @@ UNANSWERED = ("YOUR ANSWER HERE", "")
 
 
 def _tests(nb) -> list[tuple[int, dict]]:
-    """(cell index, info) for every graded cell."""
+    """(cell index, info) for every graded cell (the merged notebook's: the instructor's)."""
     tests = []
     for i, cell in enumerate(nb.cells):
         nbg = cell.metadata.get("nbgrader", {})
@@ -31,19 +40,48 @@ def _tests(nb) -> list[tuple[int, dict]]:
             tests.append((i, {"id": nbg["grade_id"], "points": nbg.get("points", 1),
                               "kind": hw.get("kind", "open" if cell.cell_type == "markdown" else "check"),
                               "exercise": hw.get("exercise", nbg["grade_id"])}))
-    if tests:
-        return tests
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and "checks.check_" in cell.source:
-            tests.append((i, {"id": f"cell {i}", "points": 1, "kind": "check", "exercise": f"cell {i}"}))
     return tests
 
 
-def execute(path: Path, timeout: int = 600):
-    """The notebook after a graded run (errors recorded in the cells, never raised)."""
+SOURCE = Path("dist") / "instructor" / "source"
+
+
+def source_for(submission: Path, source: Path | None = None) -> Path:
+    """The instructor's version of ``submission``: ``source`` itself, or the notebook of the
+    same name in the folder ``source`` (default ``dist/instructor/source``)."""
+    source = SOURCE if source is None else source
+    path = source / submission.name if source.is_dir() else source
+    if not path.is_file():
+        raise FileNotFoundError(f"no instructor version for {submission.name} at {path}: run "
+                                "`make assignments` or pass --source (a notebook or a folder)")
+    return path
+
+
+def merge(source, submission):
+    """The instructor's notebook with the student's answer cells (nbgrader solution cells,
+    by grade id); an answer the submission lacks stays empty."""
+    answers = {}
+    for cell in submission.cells:
+        nbg = cell.metadata.get("nbgrader", {})
+        if nbg.get("solution") and nbg.get("grade_id"):
+            answers.setdefault(nbg["grade_id"], cell)
+    merged = copy.deepcopy(source)
+    for i, cell in enumerate(merged.cells):
+        nbg = cell.metadata.get("nbgrader", {})
+        if nbg.get("solution"):
+            given = answers.get(nbg["grade_id"])
+            cell.source = given.source if given is not None and given.cell_type == cell.cell_type else ""
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return merged
+
+
+def execute(path: Path, timeout: int = 600, source: Path | None = None):
+    """The merged notebook (see :func:`merge`) after a graded run (errors recorded in the
+    cells, never raised). ``source``: the instructor's notebook or its folder."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(path, as_version=4)
+    nb = merge(nbformat.read(source_for(path, source), as_version=4), nbformat.read(path, as_version=4))
     before = os.environ.get("BEFOREQKV_GRADING")
     os.environ["BEFOREQKV_GRADING"] = "1"  # the kernel inherits it
     try:
@@ -92,11 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m beforeqkv.grade", description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    parser.add_argument("--source", type=Path, default=None,
+                        help="the instructor's notebook, or its folder (default: dist/instructor/source)")
     args = parser.parse_args(argv)
     for path in args.notebooks:
         if not path.exists():
             parser.error(f"no such notebook: {path}")
-        print(table(score(execute(path, args.timeout)), title=f"== {path}"))
+        try:
+            source_for(path, args.source)
+        except FileNotFoundError as err:
+            parser.error(str(err))
+        print(table(score(execute(path, args.timeout, args.source)), title=f"== {path}"))
     return 0
 
 

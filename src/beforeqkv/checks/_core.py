@@ -12,8 +12,10 @@ Three modes decide what a failed check does (see :func:`mode`):
 * ``strict`` (the instructor's notebook, unit tests, plain scripts): raise
   :class:`CheckFailure` with the full message, so a canonical solution that stops
   passing fails CI loudly.
-* ``graded`` (``BEFOREQKV_GRADING=1``, set by ``python -m beforeqkv.grade``): raise,
-  and never show a prediction's answer.
+* ``graded`` (``BEFOREQKV_GRADING=1``, set by ``python -m beforeqkv.grade``, or
+  ``NBGRADER_EXECUTION``, set by nbgrader's validate and autograde): raise, and never
+  show a prediction's answer. Graded cells do not rely on the mode: their hidden test
+  asserts :func:`beforeqkv.checks.grading.verify`, which a student's kernel cannot switch.
 
 A notebook is the instructor's when the checked function, or the cell calling the
 check, still contains its ``### BEGIN SOLUTION`` block: the one thing every student
@@ -35,10 +37,12 @@ from typing import Callable, Iterable, Mapping
 
 import torch
 
+from . import _seal
 from ._failed import failed
 
 __all__ = ["CheckFailure", "CheckResult", "compare", "passed", "register_question",
-           "check_prediction", "explain", "checker", "mode", "QUESTIONS", "SOLUTION_MARKER"]
+           "check_prediction", "explain", "checker", "mode", "QUESTIONS", "SOLUTION_MARKER",
+           "canonical", "is_right"]
 
 SOLUTION_MARKER = "### BEGIN SOLUTION"
 _PACKAGE = str(Path(__file__).resolve().parents[1])  # .../beforeqkv
@@ -93,11 +97,13 @@ def _has_solution(fn=None) -> bool:
 def mode(fn=None) -> str:
     """``"graded"``, ``"strict"`` or ``"lenient"``: what a failed check does now.
 
-    ``BEFOREQKV_GRADING=1`` -> graded; ``BEFOREQKV_CHECKS=strict|lenient`` forces a mode;
+    ``BEFOREQKV_GRADING=1`` or a run by nbgrader's validator or autograder (which set
+    ``NBGRADER_EXECUTION``) -> graded, so *Validate* reports a wrong answer;
+    ``BEFOREQKV_CHECKS=strict|lenient`` forces a mode;
     outside a Jupyter kernel -> strict; in a kernel, strict when the solution block is
     present (the instructor's notebook), lenient otherwise (the student's).
     """
-    if os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0"):
+    if os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0") or os.environ.get("NBGRADER_EXECUTION"):
         return "graded"
     forced = os.environ.get("BEFOREQKV_CHECKS", "").strip().lower()
     if forced in ("strict", "lenient"):
@@ -309,20 +315,26 @@ def _max_err(a, b) -> float:
 
 # ---------------------------------------------------------------- predict-then-run
 QUESTIONS: dict[str, dict] = {}
+_EXPLAINED: dict[str, str] = {}  # question -> its explanation, once answered right here
 
 
-def register_question(key: str, answer, explanation: str, choices: Iterable | None = None,
-                      tolerance: float | None = None, hint: str | None = None,
-                      reveals: Iterable[str] = ()) -> None:
-    """Register a predict-then-run question: its answer and the explanation shown afterwards.
+def register_question(key: str, *, choices: Iterable | None = None, digits: int | None = None,
+                      hint: str | None = None, reveals: Iterable[str] = ()) -> None:
+    """Register a predict-then-run question. Its answer is not here: it is sealed.
 
+    choices: the answers to choose from (the check accepts any natural spelling of one);
+    digits: for a numeric answer, the decimals it is compared at (0: a whole number,
+    1: 2.77 and 2.8 are the same answer). The answer and the explanation shown after a
+    right answer live in the instructor's key (``instructor/answers.json``, not shipped)
+    and reach the package only sealed (``_sealed.py``, ``tools/seal.py``; see ``_seal``).
     hint: shown after a wrong answer (it must not give the answer away).
     reveals: the names of the glued values that give the answer away; the chapter may
     glue them or quote them in its prose only after the cell that checks the prediction
     (tests/test_no_answer_first.py).
     """
-    QUESTIONS[key] = {"answer": answer, "explanation": explanation,
-                      "choices": None if choices is None else list(choices), "tolerance": tolerance,
+    if (choices is None) == (digits is None):
+        raise ValueError(f"{key}: give either choices or digits (a numeric answer)")
+    QUESTIONS[key] = {"choices": None if choices is None else list(choices), "digits": digits,
                       "hint": hint, "reveals": tuple(reveals)}
 
 
@@ -358,58 +370,93 @@ def _number(x) -> float | None:
     return float(s) if _NUMBER.match(s) else None
 
 
-def _equal(a, b, tolerance: float | None = None) -> bool:
+def _equal(a, b) -> bool:
     na, nb = _number(a), _number(b)
     if na is not None and nb is not None:
-        tol = tolerance if tolerance is not None else 1e-9 * max(1.0, abs(nb))
-        return abs(na - nb) <= tol
+        return abs(na - nb) <= 1e-9 * max(1.0, abs(nb))
     return _text(a) == _text(b)
 
 
-def explain(key: str) -> None:
-    """Print a question's answer and why: for after your own attempt."""
+def canonical(answer, choices: Iterable | None = None, digits: int | None = None) -> str | None:
+    """The one spelling of an answer that is hashed: the matching choice, written one way,
+    or the number rounded to ``digits`` decimals; None when it is neither."""
+    if choices is not None:
+        for c in choices:
+            if _equal(answer, c):
+                n = _number(c)
+                return _text(c) if n is None else repr(n)
+        return None
+    n = _number(answer)
+    if n is None or n != n or n in (float("inf"), float("-inf")):
+        return None
+    text = f"{round(n, digits or 0):.{digits or 0}f}"
+    return "0" if float(text) == 0 else text.lstrip("+")
+
+
+def _sealed(key: str) -> dict:
+    from ._sealed import SEALED
+    if key not in SEALED:
+        raise ValueError(f"question {key!r} has no sealed answer: run `python tools/seal.py`")
+    return SEALED[key]
+
+
+def is_right(key: str, prediction) -> bool:
+    """Whether ``prediction`` is the sealed answer of question ``key`` (prints nothing)."""
     if key not in QUESTIONS:
         raise ValueError(f"unknown question {key!r}; known: {sorted(QUESTIONS)}")
     q = QUESTIONS[key]
-    print(f"{key}: {q['answer']!r}. {q['explanation']}")
+    canon = canonical(prediction, q["choices"], q["digits"])
+    return canon is not None and _seal.digest(key, canon) == _sealed(key)["check"]
+
+
+def explain(key: str) -> None:
+    """Print again the explanation of a question answered right in this session.
+
+    The package cannot print an answer it was not given: the experiment right after the
+    question measures it, and a right answer unlocks the explanation.
+    """
+    if key not in QUESTIONS:
+        raise ValueError(f"unknown question {key!r}; known: {sorted(QUESTIONS)}")
+    if key in _EXPLAINED:
+        print(f"{key}: {_EXPLAINED[key]}")
+    else:
+        print(f"{key}: answer it first with checks.check_prediction({key!r}, ...). The answer is "
+              "not stored in the package: the experiment that follows the question measures it, "
+              "and a right answer shows the explanation.")
 
 
 def check_prediction(key: str, prediction) -> CheckResult:
     """Check a predict-then-run answer; explain the result when it is right.
 
     A wrong answer is told so, with a hint but never the answer, so the reader can try again
-    (``checks.explain(key)`` shows the answer afterwards).
+    (the experiment that follows measures the answer).
     """
     __tracebackhide__ = True
     if key not in QUESTIONS:
         raise ValueError(f"unknown question {key!r}; known: {sorted(QUESTIONS)}")
     q = QUESTIONS[key]
     try:
-        _check_prediction(key, q, prediction)
+        explanation = _check_prediction(key, q, prediction)
     except CheckFailure as err:
         return _report(key, err)
-    passed(f"{key}: right. {q['explanation']}")
+    _EXPLAINED[key] = explanation
+    passed(f"{key}: right. {explanation}")
     return CheckResult(key, True)
 
 
-def _check_prediction(key, q, prediction):
+def _check_prediction(key, q, prediction) -> str:
     if prediction is None or prediction is Ellipsis:
         raise CheckFailure(f"{key}: write your prediction first: replace the `...` with your "
                            "answer, then run this cell again.")
-    if q["choices"] is not None:
-        if not any(_equal(prediction, c) for c in q["choices"]):
-            shown = ", ".join(repr(c) for c in q["choices"])
-            raise CheckFailure(f"{key}: answer with one of {shown}; got {prediction!r}")
-        ok = _equal(prediction, q["answer"])
-    elif q["tolerance"] is not None:
-        if _number(prediction) is None:
-            raise CheckFailure(f"{key}: answer with a number, got {prediction!r}")
-        ok = _equal(prediction, q["answer"], q["tolerance"])
-    else:
-        ok = _equal(prediction, q["answer"])
-    if not ok:
+    canon = canonical(prediction, q["choices"], q["digits"])
+    if canon is None and q["choices"] is not None:
+        shown = ", ".join(repr(c) for c in q["choices"])
+        raise CheckFailure(f"{key}: answer with one of {shown}; got {prediction!r}")
+    if canon is None:
+        raise CheckFailure(f"{key}: answer with a number, got {prediction!r}")
+    sealed = _sealed(key)
+    if _seal.digest(key, canon) != sealed["check"]:
         hint = f" Hint: {q['hint']}" if q.get("hint") else ""
         raise CheckFailure(f"{key}: not what the experiment shows.{hint} Think again and run "
-                           f"this cell with a new answer; `checks.explain({key!r})` gives the "
-                           "answer once you have tried.")
-
+                           "this cell with a new answer; the experiment that follows measures it.")
+    return _seal.unseal(key, canon, sealed["box"])

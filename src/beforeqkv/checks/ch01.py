@@ -52,17 +52,15 @@ def check_attention_read(fn):
 
 
 register_question(
-    "ch1_lstm_state_size", 192,
-    "Each layer of a stacked nn.LSTM carries its own two vectors, h and c, from step to step: "
-    "2 layers x 2 vectors x 48 = 192 numbers, however many facts it has read.",
-    tolerance=0,
+    "ch1_lstm_state_size",
+    digits=0,
     hint="an nn.LSTM layer carries two vectors from step to step, and each layer has its own.",
     reveals=["ch1_lstm2_state"],
 )
 register_question(
-    "ch1_lstm_n32", "chance",
-    "With 32 pairs squeezed into the same 128 numbers, the LSTM ends near chance (1/16; under three times it) within the "
-    "training budget, while attention, whose memory grows with N, stays near perfect.",
+    "ch1_lstm_n32",
     choices=["near perfect", "in between", "chance"],
+    hint="compare how many numbers the LSTM carries with how many facts it must hold at N = 8 "
+         "and at N = 32.",
     reveals=["ch1_lstm_n32"],
 )

@@ -58,12 +58,6 @@ def check_content_weights(fn):
 
 register_question(
     "ch4_fixed_no_positions",
-    "near the bag-of-tokens guess",
-    "Without position vectors the content mixer sees a bag of tokens: permuting them leaves "
-    "its output unchanged, so it cannot tell slot 5 from any other slot. The best it can do "
-    "is guess from the bag, the most frequent token. The static mixer solves the fixed task "
-    "because its weights are indexed by slot; content weights are the ones that go blind to "
-    "order without positions.",
     choices=["near 1.00", "near the bag-of-tokens guess", "near chance"],
     hint="shuffle the 16 tokens of a sequence: what changes in the output of a content mixer "
          "without positions?",
@@ -71,10 +65,6 @@ register_question(
 )
 register_question(
     "ch4_salient_no_positions",
-    "well above the bag-of-tokens guess",
-    "The marked token is found by what it is, not by where it is: a content score can single "
-    "it out in any order, so a layer that is blind to order loses nothing it needs. (In the "
-    "same 800 steps it does not quite reach the mixer with positions.)",
     choices=["well above the bag-of-tokens guess", "near the bag-of-tokens guess", "near chance"],
     hint="does answering the salient task require knowing where the marked token sits?",
     reveals=["ch4_salient_content_nopos"],

@@ -97,11 +97,6 @@ def check_triad_qk(fn, min_weight: float = 0.9):
 
 register_question(
     "ch5_weights_symmetric",
-    "no",
-    "Each row of weights is divided by its own normaliser: a_ij / a_ji = Z_j / Z_i with "
-    "Z_i = sum_j' exp s_ij'. Symmetric scores give symmetric weights only when every row has "
-    "the same normaliser. What a symmetric score cannot do is make i prefer j while j compares "
-    "the pair the other way: s_ij = s_ji.",
     choices=["yes", "no"],
     hint="write a_ij and a_ji out with their denominators.",
     reveals=["ch5_weights_asym"],
@@ -109,10 +104,7 @@ register_question(
 
 register_question(
     "ch5_rank_qk",
-    32,
-    "A = W_Q^T W_K is (32 x 64) times (64 x 32): a 32 x 32 matrix, whose rank is at most 32, "
-    "and random weights reach it. The rank is at most min(d_head, d).",
-    tolerance=0,
+    digits=0,
     hint="the rank of a matrix is at most its number of rows, and at most the inner dimension "
          "of a product.",
     reveals=["ch5_rank_wide"],

@@ -97,38 +97,30 @@ def check_multihead_attention(fn):
 
 
 register_question(
-    "ch6_per_pair_numbers", "10^12",
-    "T^2 d^2 = 1024^2 * 768^2 ~ 6.2e11 numbers, about 10^12: 2.5 TB in float32, for one layer and one "
-    "sequence. Multi-head attention stores H*T^2 scalar weights and 4*d^2 shared parameters instead.",
+    "ch6_per_pair_numbers",
     choices=["10^6", "10^9", "10^12", "10^15"],
-    hint='one d x d matrix for each of the T x T pairs.',
-    reveals=["ch6_gpt2_numbers"])
+    hint="one d x d matrix for each of the T x T pairs.",
+    reveals=["ch6_gpt2_numbers"],
+)
 
 register_question(
-    "ch6_one_head_routings", "1",
-    "One head gives each token one set of weights, so it reads one mixture of its neighbours' values, "
-    "and both readouts see that same vector. The mixture can lean towards one neighbour, which serves "
-    "that neighbour's readout; the other readout is left near chance.",
+    "ch6_one_head_routings",
     choices=["0", "1", "2"],
-    hint='how many softmax distributions does one head compute for one token?',
-    reveals=["ch6_h1_both", "ch6_h1_won", "ch6_h1_lost", "ch6_h1_won_name"])
+    hint="how many softmax distributions does one head compute for one token?",
+    reveals=["ch6_h1_both", "ch6_h1_won", "ch6_h1_lost", "ch6_h1_won_name"],
+)
 
 register_question(
-    "ch6_wide_head_both", "no",
-    "Width does not help. A head of width 32 still has one softmax per query, so one mixture per token: "
-    "it can carry more about each neighbour, but both linear readouts still see the same blend. Here "
-    "the number of heads, not their width, sets how many routings run at once.",
+    "ch6_wide_head_both",
     choices=["yes", "no"],
     hint="how many blends of its neighbours does one head give each token, whatever its width?",
-    reveals=["ch6_wide_both"])
+    reveals=["ch6_wide_both"],
+)
 
 register_question(
-    "ch6_sixteen_heads_both", "often",
-    "In between. Sixteen heads give each token sixteen separate blends, so unlike one head they can "
-    "keep the two neighbours apart; but each head of width one ranks all keys by one number (a "
-    "rank-1 QK circuit) and moves one number (a rank-1 OV circuit), so every blend is imprecise "
-    "and together they fall short of two heads of width 8.",
+    "ch6_sixteen_heads_both",
     choices=["rarely", "often", "almost always"],
     hint="count the separate blends each token receives, then ask how precise one blend of a "
          "width-one head can be.",
-    reveals=["ch6_h16_both"])
+    reveals=["ch6_h16_both"],
+)

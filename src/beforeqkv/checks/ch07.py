@@ -175,20 +175,15 @@ def check_sliding_window_mask(fn):
 
 
 register_question(
-    "ch7_one_over_d", "near-uniform",
-    "Scaling by 1/d makes the score variance d/d^2 = 1/d: at d = 1024 the scores have a standard "
-    "deviation of about 0.03, so every weight is close to 1/T. Nothing saturates, but the softmax "
-    "cannot focus either: the opposite failure. 1/sqrt(d) is the scale that keeps the variance at 1.",
+    "ch7_one_over_d",
     choices=["saturated", "near-uniform", "unchanged"],
-    hint='what is the standard deviation of q . k / d when q . k has variance d?',
-    reveals=["ch7_over_d_max_weight", "ch7_over_d_saturated"])
+    hint="what is the standard deviation of q . k / d when q . k has variance d?",
+    reveals=["ch7_over_d_max_weight", "ch7_over_d_saturated"],
+)
 
 register_question(
-    "ch7_adam_unscaled", "in between",
-    "Adam divides each parameter's step by a running estimate of its recent gradient size, so the "
-    "tiny gradients of a saturated softmax still turn into steps of about the learning rate: the "
-    "unscaled model learns part of the task. But those steps point where the few unsaturated rows "
-    "say, and the rest of the batch carries almost no signal, so it stays well below the scaled model.",
+    "ch7_adam_unscaled",
     choices=["no better", "in between", "as good as scaled"],
     hint="what does Adam do to a gradient that is small for every step?",
-    reveals=["ch7_acc_adam_unscaled"])
+    reveals=["ch7_acc_adam_unscaled"],
+)

@@ -99,12 +99,9 @@ def check_post_norm(fn):
 
 
 register_question(
-    "ch10_token_type", "more than 0.1",
-    "Leaving out the token-type row moves the similarity of 'The cat sat on the mat.' and 'A man is "
-    "playing a guitar.' from about 0.06 to about 0.46. It is one constant vector, but not a small one, "
-    "and the LayerNorm after the embeddings removes only its mean over the features, not its direction. "
-    "Every layer was trained on embeddings that contain it: a checkpoint is only right with every "
-    "tensor in place, including the ones that look like bookkeeping.",
+    "ch10_token_type",
     choices=["less than 0.01", "between 0.01 and 0.1", "more than 0.1"],
+    hint="the row is added to every token's embedding, and every layer was trained on inputs "
+         "that contain it; does the LayerNorm after the embeddings remove a vector's direction?",
     reveals=["ch10_type_change"],
 )

@@ -1,0 +1,56 @@
+"""Prediction answers, sealed: the package can tell a right answer but cannot print one.
+
+Every predict-then-run question is stored as two strings (``_sealed.py``, written by
+``tools/seal.py`` from the instructor's answer key, which the package does not ship):
+
+* ``check``: a salted, slow hash (PBKDF2-SHA256) of the answer's canonical form;
+* ``box``: the explanation shown after a right answer, encrypted with a key derived from
+  the same canonical answer (a SHA-256 keystream; only a right answer opens it).
+
+So ``checks??``, the wheel and the site hold no answer: a prediction is confirmed by
+recomputing the hash of what the reader wrote. Choice questions have two to four options
+and the check says right or wrong, so they can be guessed by trying, as on paper; a
+numeric answer could be searched for by a determined student (each try costs a slow
+hash). The canonical form is what makes natural answers equal (``1``, ``"1"``, ``1.0``;
+case and spacing): see :func:`canonical`.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+
+SALT = "before-qkv/answers/1"
+ROUNDS = 20_000
+
+
+def _key(question: str, canon: str, purpose: str) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", f"{purpose}|{question}|{canon}".encode(),
+                               f"{SALT}|{question}".encode(), ROUNDS)
+
+
+def digest(question: str, canon: str) -> str:
+    """The stored check of a canonical answer."""
+    return _key(question, canon, "check").hex()
+
+
+def _stream(key: bytes, n: int) -> bytes:
+    out = b""
+    counter = 0
+    while len(out) < n:
+        out += hashlib.sha256(key + counter.to_bytes(8, "big")).digest()
+        counter += 1
+    return out[:n]
+
+
+def seal(question: str, canon: str, text: str) -> str:
+    """``text`` encrypted under the canonical answer (base64)."""
+    data = text.encode("utf-8")
+    key = _key(question, canon, "box")
+    return base64.b64encode(bytes(a ^ b for a, b in zip(data, _stream(key, len(data))))).decode()
+
+
+def unseal(question: str, canon: str, box: str) -> str:
+    """The text sealed by :func:`seal`; garbage (or an error) under a wrong answer."""
+    data = base64.b64decode(box)
+    key = _key(question, canon, "box")
+    return bytes(a ^ b for a, b in zip(data, _stream(key, len(data)))).decode("utf-8")

@@ -1,0 +1,152 @@
+"""Reader notebooks (tools/export_reader.py), the notebooks branch (tools/notebooks_branch.py)
+and the site's view of the solutions (tools/site_solutions.py).
+
+A reader notebook is what every button of the site opens: no raw MyST, no solution in view
+(stubs in place, answers folded in an Answers section at the end), no prediction's answer
+anywhere, and Run All reaches the end. These proofs run on files written the way
+`make reader-notebooks` writes them, with stand-in glue values (tests/test_homework.py
+checks the real ones against the executed run); tests/test_site.py checks the copies the
+built site serves.
+"""
+import copy
+import sys
+
+import nbformat
+import pytest
+
+from _book import BOOK, CHAPTERS, ROOT, predictions, reader_problems, solution_lines
+
+sys.path.insert(0, str(ROOT / "tools"))
+import export_reader  # noqa: E402
+import notebooks_branch  # noqa: E402
+import site_solutions  # noqa: E402
+import student  # noqa: E402
+
+BIB = export_reader.bib_entries(BOOK / "references.bib")
+SMALL = "03_red_connections.ipynb"
+
+
+def _values(nb):
+    """Stand-ins for the executed run's glued values (prose and figure captions)."""
+    texts = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    texts += [c.metadata.get("mystnb", {}).get("figure", {}).get("caption", "") for c in nb.cells]
+    return {m.group(2).split(":")[0]: 0.5 for t in texts for m in export_reader.ROLE.finditer(t)
+            if m.group(1).startswith("glue")}
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """The reader notebooks as files, written like `make reader-notebooks` writes them."""
+    out = tmp_path_factory.mktemp("reader")
+    for path in CHAPTERS:
+        nb = nbformat.read(path, as_version=4)
+        nb = export_reader.reader_version(nb, _values(nb), BIB, export_reader.chapter_of(path))
+        nbformat.write(nb, out / path.name)
+    return out
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_reader_notebook_shows_no_solution_no_prediction_answer_and_no_myst(reader, chapter):
+    source = nbformat.read(chapter, as_version=4)
+    nb = nbformat.read(reader / chapter.name, as_version=4)
+    assert reader_problems(nb, source) == []
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_answer_is_in_the_answers_section_folded(reader, chapter):
+    source = nbformat.read(chapter, as_version=4)
+    nb = nbformat.read(reader / chapter.name, as_version=4)
+    heads = [i for i, c in enumerate(nb.cells) if c.source.startswith(export_reader.ANSWERS)]
+    assert len(heads) == 1, "one Answers section"
+    answers = nb.cells[heads[0]:]
+    text = "\n".join(c.source for c in answers)
+    expected = {ln for ln in solution_lines(source) if not export_reader.ROLE.search(ln)}  # no MyST
+    assert expected <= {ln.strip() for ln in text.splitlines()}, "an answer is missing"
+    code = [c for c in answers if c.cell_type == "code"]
+    assert code and all(c.metadata["jupyter"]["source_hidden"] and c.metadata["cellView"] == "form"
+                        for c in code)
+    assert all(c.source.startswith("# @title Answer to exercise ") and "(double-click to show)"
+               in c.source.splitlines()[0] for c in code)
+    titles = [c.source for c in answers if c.source.startswith("### Answer to exercise ")]
+    assert len(titles) == len(set(titles)) >= 2
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_exercise_cells_hold_the_student_stub_and_predictions_an_ellipsis(reader, chapter):
+    source = nbformat.read(chapter, as_version=4)
+    nb = nbformat.read(reader / chapter.name, as_version=4)
+    text = "\n".join(c.source for c in nb.cells)
+    coding = sum(1 for c in source.cells for m in student.BLOCK.finditer(c.source)
+                 if not student.is_prediction(m.group(2), m.group(1)))
+    assert text.count("raise NotImplementedError()") >= coding
+    for name, _ in predictions(source):
+        assert f"{name} = ...  # your prediction" in text, name
+
+
+def test_a_model_answer_becomes_a_pointer_and_moves_to_the_end():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("### Exercise 9.9 · Why?\nThink.\n\n<details><summary>Model answer"
+                                      "</summary>\n\nBecause $x$.\n</details>\n\n### Exercise 9.10 · How?"),
+        nbformat.v4.new_code_cell("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION"),
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION\nguess = 3\n### END SOLUTION\n"
+                                  "checks.check_prediction('k', guess)")])
+    out = export_reader.answers_at_end(copy.deepcopy(nb))
+    src = [c.source for c in out.cells]
+    assert "Because" not in src[0] and export_reader.POINTER in src[0]
+    assert src[1] == "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()"
+    assert src[2] == "guess = ...  # your prediction\nchecks.check_prediction('k', guess)"
+    assert src[4:] == ["### Answer to exercise 9.9", out.cells[5].source, "### Answer to exercise 9.10",
+                       "# @title Answer to exercise 9.10 (double-click to show)\ndef f(x):\n    return x"]
+    assert "Because $x$." in src[5] and src[5].startswith("<details>")
+    assert "3" not in "".join(src)
+    assert export_reader.answers_at_end(copy.deepcopy(out)).cells == out.cells, "idempotent"
+
+
+def test_an_untouched_reader_notebook_runs_to_the_end_under_run_all(reader, monkeypatch):
+    """Chapter 3, the shortest: its checks print ✗ in a kernel, the answers only define."""
+    from nbclient import NotebookClient
+    monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
+    monkeypatch.delenv("BEFOREQKV_CHECKS", raising=False)
+    nb = nbformat.read(reader / SMALL, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(BOOK)}}).execute()
+    out = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "\u2717" in out and "replace the `...`" in out and "YOUR CODE HERE" in out
+
+
+def test_the_notebooks_branch_holds_the_reader_notebooks_and_a_light_binder(reader, tmp_path):
+    out = tmp_path / "branch"
+    written = notebooks_branch.assemble(reader, out, ref="abc123")
+    assert [p.name for p in written] == [p.name for p in CHAPTERS]
+    assert all((out / "book" / p.name).read_bytes() == (reader / p.name).read_bytes() for p in CHAPTERS)
+    reqs = (out / "binder" / "requirements.txt").read_text().splitlines()
+    url = notebooks_branch.config()["repository"]["url"].rstrip("/")
+    assert f"beforeqkv @ git+{url}@abc123" in reqs and "." not in reqs
+    assert (out / "binder" / "postBuild").is_file() and (out / "README.md").is_file()
+    for name in ("requirements-data.txt", "requirements-real.txt"):  # postBuild reads them
+        assert name in (out / "binder" / "postBuild").read_text() and (out / name).is_file()
+
+
+# ---------------------------------------------------------------- the site's view
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_the_site_shows_solutions_without_markers_and_predictions_without_answers(chapter):
+    source = nbformat.read(chapter, as_version=4)
+    nb = site_solutions.site_version(copy.deepcopy(source))
+    text = "\n".join(c.source for c in nb.cells)
+    assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
+    for name, line in predictions(source):
+        assert line not in text and f"{name} = ...  # your prediction" in text, name
+    folded = [c for c in nb.cells if c.metadata.get("mystnb", {}).get("code_prompt_show")]
+    solutions = [c for c in folded if c.metadata["mystnb"]["code_prompt_show"] == "Show solution"]
+    assert solutions and all(c.metadata["mystnb"]["code_prompt_hide"] == "Hide solution" for c in solutions)
+    assert solution_lines(source) <= {ln.strip() for ln in text.splitlines()}, "solutions stay, folded"
+    assert site_solutions.site_version(copy.deepcopy(nb)).cells == nb.cells, "idempotent"
+
+
+def test_the_site_removes_the_output_of_a_prediction_check():
+    cell = nbformat.v4.new_code_cell("### BEGIN SOLUTION\nguess = 3\n### END SOLUTION\n"
+                                     "checks.check_prediction('k', guess)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="\u2713 k: right. 3 because\n")]
+    site_solutions.site_cell(cell)
+    assert cell.source == "guess = ...  # your prediction\nchecks.check_prediction('k', guess)"
+    assert cell.outputs == []

@@ -1,0 +1,93 @@
+"""The instructor's bundle: what no public build contains.
+
+    python tools/instructor.py book dist/instructor
+
+Writes ``dist/instructor/answer_key.md``: per chapter, every prediction's answer and
+explanation (from ``instructor/answers.json``, the key that ``tools/seal.py`` seals into
+the package) and every open question's model answer (from the chapters). ``make
+instructor`` runs it after ``make assignments``, which puts the nbgrader source versions
+(the instructor's notebooks, solutions inside) in ``dist/instructor/source/``; the otter
+autograders go to ``dist/instructor/otter/``. The students' files are in
+``dist/assignments/`` and the public site has none of these.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import assignments  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = ROOT / "instructor" / "answers.json"
+PREDICTION = re.compile(r"checks\.check_prediction\(\s*[\"'](\w+)[\"']")
+
+
+def _rows(path: Path, key: dict) -> list[str]:
+    """The answer key lines of one chapter, in the order of its exercises."""
+    source = assignments.source_version(nbformat.read(path, as_version=4))
+    lines, number = [], None
+    for i, cell in enumerate(source.cells):
+        meta = cell.metadata.get("exercise")
+        if meta and "number" in meta:
+            number = f"{meta['number']} · {meta['title']}"
+        hw = cell.metadata.get("homework", {})
+        m = PREDICTION.search(cell.source) if cell.cell_type == "code" else None
+        if m and m.group(1) in key:
+            entry = key[m.group(1)]
+            where = f"Exercise {number}" if hw.get("exercise", "").replace(".", "").isdigit() else "In the text"
+            lines.append(f"- **{where}** (`{m.group(1)}`): **{entry['answer']!r}**. {entry['explanation']}")
+        elif hw.get("kind") == "open" and cell.cell_type == "markdown":
+            body = assignments.BLOCK.search(cell.source)
+            text = (body.group(1) if body else cell.source).strip().replace("\n", " ")
+            lines.append(f"- **Exercise {hw.get('exercise')}** (open, model answer): {text}")
+    return lines
+
+
+def render(book: Path) -> str:
+    key = json.loads(KEY.read_text(encoding="utf-8"))
+    parts = ["# Answer key (instructors only: do not publish)\n",
+             "Predictions: the answer the check accepts, then the explanation a right answer shows. "
+             "Open questions: the model answer (grade with the rubric of the teachers page). "
+             "Coding exercises: the solutions are in `source/NN_*.ipynb` (nbgrader source versions).\n"]
+    used = set()
+    for path in sorted(book.glob("[0-9]*.ipynb")):
+        rows = _rows(path, key)
+        used |= {k for k in key if any(f"(`{k}`)" in r for r in rows)}
+        parts += [f"## {path.stem}\n", *rows, ""]
+    missing = sorted(set(key) - used)
+    if missing:
+        raise SystemExit(f"answers of no chapter's prediction cell: {missing}")
+    return "\n".join(parts)
+
+
+NBGRADER_CONFIG = """\
+# nbgrader settings for Before Q, K, and V: copy this file into your course directory.
+# The notebooks need the book's environment (torch, beforeqkv): run nbgrader where
+# `import beforeqkv` works, or make the book's Python the "python3" kernel of nbgrader's
+# environment (`make assignments` does so for .venv-homework):
+#     .venv/bin/python -m ipykernel install --prefix <nbgrader's env> --name python3
+# Without it the first cell tries to install the package at grading time and, offline,
+# every check fails.
+c = get_config()  # noqa: F821
+c.ExecutePreprocessor.timeout = 600      # seconds per cell (nbgrader's default is 30)
+c.ExecutePreprocessor.kernel_name = "python3"
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+"""
+
+
+def main(book: str = "book", out: str = "dist/instructor") -> int:
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "answer_key.md").write_text(render(Path(book)), encoding="utf-8")
+    (folder / "nbgrader_config.py").write_text(NBGRADER_CONFIG, encoding="utf-8")
+    print(f"wrote {folder}/answer_key.md and {folder}/nbgrader_config.py")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))

@@ -1,0 +1,61 @@
+"""Seal the prediction answers into the package: ``src/beforeqkv/checks/_sealed.py``.
+
+    python tools/seal.py            # write _sealed.py from instructor/answers.json
+    python tools/seal.py --check    # exit 1 when _sealed.py is out of date
+
+The instructor's key (``instructor/answers.json``: question -> answer, explanation) is
+not shipped with the package. For each question the package gets only a slow salted
+hash of the answer's canonical form and the explanation encrypted under it (see
+``beforeqkv.checks._seal``), so a right answer is recognised and explained, and no
+answer can be read from the wheel, a student's notebook or the site.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = ROOT / "instructor" / "answers.json"
+OUT = ROOT / "src" / "beforeqkv" / "checks" / "_sealed.py"
+
+
+def answers() -> dict:
+    return json.loads(KEY.read_text(encoding="utf-8"))
+
+
+def render() -> str:
+    from beforeqkv.checks import QUESTIONS, _core, _seal
+    key = answers()
+    missing = sorted(set(QUESTIONS) - set(key)) + sorted(set(key) - set(QUESTIONS))
+    if missing:
+        raise SystemExit(f"questions and answer key differ: {missing}")
+    lines = ['"""Sealed prediction answers, written by tools/seal.py: do not edit."""',
+             "# question: (salted PBKDF2-SHA256 of the canonical answer, explanation encrypted under it)",
+             "SEALED = {"]
+    for name in sorted(key):
+        q, entry = QUESTIONS[name], key[name]
+        canon = _core.canonical(entry["answer"], q["choices"], q["digits"])
+        if canon is None:
+            raise SystemExit(f"{name}: the key's answer {entry['answer']!r} is not one of its choices")
+        lines.append(f'    "{name}": {{"check": "{_seal.digest(name, canon)}",')
+        lines.append(f'        "box": "{_seal.seal(name, canon, entry["explanation"])}"}},')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    sys.path.insert(0, str(ROOT / "src"))
+    text = render()
+    if argv[:1] == ["--check"]:
+        if not OUT.exists() or OUT.read_text(encoding="utf-8") != text:
+            print(f"{OUT} is out of date: run `python tools/seal.py`", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)} ({len(answers())} questions)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,71 @@
+"""The public site's view of the solutions: a transform of the executed copy `make site` builds.
+
+    python tools/site_solutions.py _exec_site/book     # in place, before jupyter-book build
+
+The chapters keep their solutions on the site, folded (tag ``hide-cell``). This step, run
+on a scratch copy of the executed notebooks (never on ``book/`` or ``_exec/``):
+
+* drops the ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines of a coding solution and
+  labels its fold "Show solution" / "Hide solution" (myst-nb's per-cell
+  ``metadata.mystnb.code_prompt_show`` / ``code_prompt_hide``);
+* turns a prediction (one ``name = value`` line between the markers) into
+  ``name = ...  # your prediction`` and removes the output of that cell, whose
+  ``checks.check_prediction(...)`` would say "right." and why: the experiment after it
+  shows the answer, the answer key stays private.
+
+The solution grammar is ``tools/student.py``'s (``BLOCK``, ``is_prediction``,
+``strip_solutions``); ``make book-students`` removes the solutions instead.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from student import BLOCK, is_prediction, strip_solutions  # noqa: E402
+
+SHOW, HIDE = "Show solution", "Hide solution"
+PREDICTION_SHOW, PREDICTION_HIDE = "Show the prediction cell", "Hide the prediction cell"
+
+
+def _prompts(cell, show: str, hide: str) -> None:
+    mystnb = cell.metadata.setdefault("mystnb", {})
+    mystnb["code_prompt_show"], mystnb["code_prompt_hide"] = show, hide
+
+
+def site_cell(cell) -> None:
+    """One code cell as the public site shows it (see the module docstring)."""
+    blocks = list(BLOCK.finditer(cell.source))
+    if cell.cell_type != "code" or not blocks:
+        return
+    if any(is_prediction(m.group(2), m.group(1)) for m in blocks):
+        cell.source = strip_solutions(cell.source, "code", comment="your prediction")
+        cell.outputs, cell.execution_count = [], None
+        _prompts(cell, PREDICTION_SHOW, PREDICTION_HIDE)
+        return
+    cell.source = BLOCK.sub(lambda m: m.group(2).rstrip("\n"), cell.source)
+    _prompts(cell, SHOW, HIDE)
+
+
+def site_version(nb):
+    for cell in nb.cells:
+        site_cell(cell)
+    return nb
+
+
+def main(folder: str) -> int:
+    paths = sorted(Path(folder).glob("[0-9]*.ipynb"))
+    if not paths:
+        print(f"no chapters in {folder}/", file=sys.stderr)
+        return 1
+    for path in paths:
+        nbformat.write(site_version(nbformat.read(path, as_version=4)), path)
+    print(f"solutions folded as 'Show solution', predictions without answers: "
+          f"{len(paths)} notebooks in {folder}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:2]))
