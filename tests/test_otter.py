@@ -84,9 +84,9 @@ def test_every_graded_cell_is_an_otter_question_with_its_points():
             test = [c for c in cells if c.cell_type == "code" and "grading.verify" in c.source][0]
             lines = test.source.splitlines()
             assert lines[0] == "from beforeqkv.checks import grading", test.source
-            assert all(re.fullmatch(r'assert grading\.verify\("check_\w+", .+\)', ln) for ln in lines[1:])
+            assert all(re.fullmatch(r"assert grading\.verify\('check_\w+', .+\)", ln) for ln in lines[1:])
             if e["kind"] == "prediction":
-                assert re.fullmatch(r'assert grading\.verify\("check_prediction", "\w+", \w+\)', lines[1])
+                assert re.fullmatch(r"assert grading\.verify\('check_prediction', ['\"]\w+['\"], \w+\)", lines[1])
         text = "\n".join(c.source for c in nb.cells)
         assert "### BEGIN SOLUTION" not in text and "BEFOREQKV_GRADING" not in text, path.name
 

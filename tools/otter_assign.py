@@ -54,9 +54,8 @@ import export_reader  # noqa: E402
 OTTER_VERSION = "7.0.0"  # requirements-otter.txt pins the same
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 PYTHON = "3.11"  # the grading image's Python (what `make` tests with)
-CHECK = re.compile(r"^checks\.(check_\w+)\((.*)\)\s*$")
+HIDDEN_BLOCK = re.compile(r"\n?^### BEGIN HIDDEN TESTS\n.*?^### END HIDDEN TESTS[^\n]*", re.S | re.M)
 MARKER = re.compile(r"^([ \t]*)### (BEGIN|END) SOLUTION[^\n]*$", re.M)
-GRADING_IMPORT = "from beforeqkv.checks import grading"
 HASHED = re.compile(r"[\w.-]+==[\w.]+ --hash=sha256:[0-9a-f]{64}")  # the data a chapter's first cell installs
 DATA_FILE = "requirements-data.txt"
 
@@ -78,16 +77,10 @@ def question_name(grade_id: str, chapter: int | None, taken=()) -> str:
 
 
 def test_source(check_cell_source: str) -> str:
-    """The otter test of a check cell: every ``checks.check_x(args)`` becomes a ``verify``."""
-    lines = [GRADING_IMPORT]
-    for line in check_cell_source.replace(assignments.GRADING_ON, "").splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        m = CHECK.match(line.strip())
-        if not m:
-            raise ValueError(f"a check cell may only call checkers, found: {line!r}")
-        lines.append(f'assert grading.verify("{m.group(1)}", {m.group(2)})')
-    return "\n".join(lines)
+    """The otter test of a check cell: the hidden test block ``tools/assignments.py`` writes
+    for nbgrader (``import grading``, one ``assert grading.verify(...)`` per check), unwrapped."""
+    visible = HIDDEN_BLOCK.sub("", check_cell_source)
+    return "\n".join(assignments.hidden_tests(visible).splitlines()[1:-1])
 
 
 def _otter_solution(cell):
