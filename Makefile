@@ -187,3 +187,35 @@ test-homework: instructor reader-notebooks book-students
 	BEFOREQKV_ASSIGNMENTS=dist/assignments BEFOREQKV_INSTRUCTOR=dist/instructor \
 	  NBGRADER_VENV=$(HW_VENV) $(BIN)/python -m pytest tests/test_homework.py -q \
 	  -p no:cacheprovider --junitxml=_build/junit-homework.xml
+
+# Homework on Gradescope and Colab with otter-grader (see book/teachers.md):
+#   make assignments-otter  dist/assignments/otter/NN_*.ipynb + tests/ (students; Colab declared),
+#                           dist/instructor/otter/NN_*/ (Gradescope autograder zip, solution notebook)
+#   make test-otter         chapter 3 only: `otter run` scores the untouched student notebook 0, the solution full marks
+# .venv-otter holds otter-grader; a .pth file adds .venv's site-packages after its own, so the
+# kernel `otter run` starts (.venv-otter's python) has otter, torch and beforeqkv.
+OTTER_VENV ?= $(VENV)-otter
+OTTER_CHAPTERS ?=
+.PHONY: assignments-otter test-otter
+
+$(OTTER_VENV)/.installed: requirements-otter.txt $(STAMP)
+	@test -x $(OTTER_VENV)/bin/python || $(PYTHON) -m venv $(OTTER_VENV)
+	@echo "== installing otter-grader into $(OTTER_VENV) (only for make assignments-otter)"
+	@$(OTTER_VENV)/bin/pip install $(PIPQ) -r requirements-otter.txt
+	@PURELIB="import sysconfig; print(sysconfig.get_paths()['purelib'])"; \
+	  test "$$($(BIN)/python -c 'import sys; print(sys.version_info[:2])')" = \
+	       "$$($(OTTER_VENV)/bin/python -c 'import sys; print(sys.version_info[:2])')" || \
+	    { echo "$(VENV) and $(OTTER_VENV) need the same Python"; exit 1; }; \
+	  echo "import site; site.addsitedir('$$($(BIN)/python -c "$$PURELIB")')" \
+	    > "$$($(OTTER_VENV)/bin/python -c "$$PURELIB")/beforeqkv_venv.pth"
+	@$(OTTER_VENV)/bin/python -c "import otter, beforeqkv, torch, ipykernel; print('== otter', otter.__version__, '| beforeqkv', beforeqkv.__version__, '| torch', torch.__version__)"
+	@touch $@
+
+assignments-otter: $(STAMP) $(OTTER_VENV)/.installed dist | $(EXEC)/book
+	$(OTTER_VENV)/bin/python tools/otter_assign.py --wheel "$$(ls dist/beforeqkv-*-py3-none-any.whl)" \
+	  --torch $(TORCH_VERSION) $(if $(OTTER_CHAPTERS),--chapters $(OTTER_CHAPTERS)) book $(EXEC)/book dist
+
+test-otter: OTTER_CHAPTERS = 03
+test-otter: assignments-otter
+	BEFOREQKV_OTTER=dist $(OTTER_VENV)/bin/python -m pytest tests/test_otter.py -q -p no:cacheprovider \
+	  --junitxml=_build/junit-otter.xml

@@ -114,6 +114,46 @@ prediction into `my_prediction = ...` (nbgrader's own would put `raise
 NotImplementedError()` there, which stops *Run All*). Tested on chapter 3 with nbgrader
 0.9.6: `autograde` scores the untouched release 0 and the instructor's answers full marks.
 
+## Gradescope and Colab with otter-grader
+
+```bash
+make assignments-otter  # dist/assignments/otter/: students; dist/instructor/otter/: you
+make test-otter         # chapter 3: otter's grader scores the untouched notebook 0, the solutions 5/5
+```
+
+`make assignments-otter` installs otter-grader 7.0.0 into its own environment
+(`.venv-otter`, about a minute and a half; it also sees the book's `.venv`, so a notebook
+graded here has torch and `beforeqkv`), builds the package's wheel (`make dist`) and runs
+`otter assign` on every chapter. The exercises, solutions and points are the ones above.
+Each coding exercise and each prediction is an otter question whose test calls the book's
+checker through `beforeqkv.checks.grading.verify`, which loads its own copy of the
+checkers: patching them or setting environment variables in the notebook changes nothing.
+Each open question is a manually graded otter question.
+
+- **Students** get `dist/assignments/otter/NN_*.ipynb` with the folder `tests/` next to it
+  (the tests hold no answers). A function's body is `...`, a prediction `my_prediction =
+  ...`, an open question an answer cell. After each question, `grader.check("ex3_1")`
+  runs its test and shows the checker's message. They hand in the `.ipynb` file itself
+  (the last cell says how); otter's grader takes a notebook as it is.
+- **Gradescope**: make a programming assignment and upload
+  `dist/instructor/otter/NN_*/NN_*-autograder.zip` as its autograder. Gradescope builds the
+  grading image from it: otter's `setup.sh` with Python 3.11, otter-grader, torch for the
+  CPU from PyTorch's index, the `beforeqkv` wheel carried in the zip and, for chapters 8,
+  10 and 11, their data package (hashed, as their first cell installs it), so the network
+  is needed when the image is built, not when a notebook is graded. The autograder scores
+  the coding exercises and predictions; grade the open questions by hand with the rubric
+  below. (We test the zip with otter's own grader, not on Gradescope's servers.)
+- **Colab** is the declared environment (`runs_on: colab`): the first cells install
+  otter-grader and `beforeqkv`. On Colab otter reads the tests from `tests/` only, so
+  students upload that folder (Files pane) next to the notebook before running it;
+  without it otter's first cell stops. In Colab, *File → Download → Download .ipynb* gives
+  the file to hand in.
+- **Grading here**, without Docker or Gradescope:
+  `.venv-otter/bin/otter run -a dist/instructor/otter/03_red_connections/03_red_connections-autograder.zip
+  submission.ipynb` writes `results.json` (about 35 s for chapter 3 on two CPU cores).
+  `dist/instructor/otter/NN_*/` also holds the solution notebook, and `source/`, otter's
+  source notebook, to run `otter assign` again with settings of your own.
+
 ## Rubric for open questions (2 points each)
 
 - **2**: names the mechanism the chapter measured (e.g. a memory of fixed size, one softmax
