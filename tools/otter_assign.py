@@ -20,7 +20,7 @@
        assert grading.verify("check_causal_mask", my_causal_mask)
        assert grading.verify("check_prediction", "ch3_depth_stack", my_prediction)
 
-   Tests hold no answer (a prediction checker keeps its answers), so they are public:
+   Tests hold no answer (a prediction's answer is sealed in the package), so they are public:
    ``grader.check("ex3_2")`` gives the checker's message to the student too.
 2. runs ``otter assign`` on it in ``_build/otter/NN_*/`` and copies out
 
