@@ -99,7 +99,7 @@ dist:
 
 # Colab, simulated: a bare venv (torch, numpy, matplotlib, ipywidgets), one chapter alone in
 # an empty folder, its hidden bootstrap cell installing beforeqkv from dist/ (--find-links).
-test-colab: $(STAMP) dist
+test-colab: $(STAMP) dist reader-notebooks
 	TORCH_INDEX=$(TORCH_INDEX) TORCH_VERSION=$(TORCH_VERSION) \
 	  $(BIN)/python -m pytest tests/test_colab.py -q -p no:cacheprovider --run-colab \
 	  --junitxml=_build/junit-colab.xml

@@ -1,7 +1,8 @@
 """Colab, simulated (`make test-colab`, after `make dist`; slow, so only with --run-colab).
 
 A bare venv holds what Colab has (torch, numpy, matplotlib, ipywidgets, a kernel) and no
-beforeqkv; one chapter is copied alone into an empty folder; its hidden install cell runs
+beforeqkv; one chapter's reader notebook (dist/reader: what the Colab button opens) is copied
+alone into an empty folder; its install cell runs
 with pip pointed at the wheel in dist/ (PIP_FIND_LINKS), then the whole chapter executes.
 BEFOREQKV_COLAB_CHAPTER picks the chapter (default: chapter 1).
 """
@@ -42,7 +43,9 @@ def run(cmd, **kw):
 
 def test_a_chapter_alone_installs_the_book_and_runs_as_on_colab(tmp_path, wheel):
     name = os.environ.get("BEFOREQKV_COLAB_CHAPTER", CHAPTERS[0].name)
-    chapter = ROOT / "book" / name
+    chapter = ROOT / "dist" / "reader" / name  # what the site's Colab button opens
+    if not chapter.exists():
+        pytest.fail(f"no {chapter}: run `make reader-notebooks`")
     venv, folder = tmp_path / "colab", tmp_path / "content"
     # nothing of this checkout leaks in: no PYTHONPATH, no BEFOREQKV_* (live explorers, as on Colab)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "BEFOREQKV_", "VIRTUAL_ENV"))}
