@@ -17,7 +17,7 @@ _PARTS = [
     ("  scores q·k/√d_head, rotary positions on q, k", "ch 5: queries ≠ keys; ch 7: 1/√d; ch 8: RoPE", 4.5),
     ("  causal mask, KV cache shared by 3 query heads", "ch 6: heads; ch 8: mask, cache; ch 11: GQA", 5.3),
     ("RMSNorm (gain only)", "ch 8: pre-norm; ch 11: RMSNorm", 7.0),
-    ("MLP: W_out (silu(W_gate x) ⊙ W_in x), d_mlp = 1536", "ch 9: slots; keys: rows of W_gate (and W_in)", 8.0),
+    ("MLP: W_out (silu(W_gate x) ⊙ W_in x), d_mlp = 1536", "ch 9: slots; keys = rows of W_gate, values = cols of W_out", 8.0),
     ("final RMSNorm", "ch 8: final norm", 10.0),
     ("unembedding  W_U = W_E (tied, as in 2017)", "ch 8: W_U; ch 11: tied to W_E", 11.0),
     ("softmax → next token (greedy or sampled)", "ch 8: autoregressive generation", 12.0),
