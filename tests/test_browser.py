@@ -80,6 +80,19 @@ def test_each_explorer_responds_without_a_kernel(report, page):
             assert c["back"], f"{page}: moving {c['name']} back did not restore the figure"
 
 
+@pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("book/0") or p.startswith("book/1")])
+def test_explorer_labels_and_controls_are_legible_in_light_and_dark_mode(report, page):
+    """WCAG AA for text: a contrast ratio of at least 4.5 between the computed colour of each
+    label, shown value, dropdown and note and the background it is painted on."""
+    contrast = report[page]["contrast"]
+    if report[page]["explorers"]:
+        assert contrast["dark"] and contrast["light"], f"{page}: explorer text was not measured"
+    for theme, items in contrast.items():
+        low = [f"{x['tag']} {x['text']!r}: {x['ratio']} ({x['color']} on {x['background']})"
+               for x in items if x["ratio"] < 4.5]
+        assert not low, f"{page}, {theme} theme: " + "; ".join(low[:4])
+
+
 def test_every_chapter_has_an_explorer(report):
     chapters = [p for p in PAGES if p.split("/")[-1][:2].isdigit()]
     without = [p for p in chapters if report[p]["explorers"] == 0]
@@ -119,7 +132,10 @@ def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
         "<html><head><script src='https://cdn.example.org/x.js'></script></head><body>"
         "<p>raw $$x^2$$ here</p><img src='missing.png'>"
         "<div class='cell'><div class='cell_input'><pre style='width:200px;overflow:auto'>"
-        + "x = 1  # " + "long " * 40 + "</pre></div></div>" + good + frozen + "</body></html>")
+        + "x = 1  # " + "long " * 40 + "</pre></div></div>" + good + frozen
+        + "<style>html[data-theme=dark] #bqkv-explorer-frozen { background: #121212 }"
+        " html[data-theme=dark] #bqkv-explorer-frozen label { color: #222832 }</style>"
+        "</body></html>")
     r = browser.check_site(tmp_path, None, ["page.html"])["page.html"]
     assert any("cdn.example.org" in p or "ERR_NAME_NOT_RESOLVED" in p for p in r["problems"])
     assert r["raw_tex"] and any(not i["ok"] for i in r["images"])
@@ -127,3 +143,5 @@ def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
     good_report, frozen_report = r["explore"]
     assert good_report["controls"][0]["changed"] == 2 and good_report["controls"][0]["consistent"]
     assert frozen_report["controls"][0]["changed"] == 0
+    dark = {x["id"]: x["ratio"] for x in reversed(r["contrast"]["dark"])}   # the lowest per explorer
+    assert dark["bqkv-explorer-frozen"] < 1.5 and min(x["ratio"] for x in r["contrast"]["light"]) >= 4.5

@@ -50,3 +50,12 @@ def test_glue_returns_the_value_and_rejects_empty_names(capsys):
     assert beforeqkv.glue("x_test", 1.5) == 1.5
     with pytest.raises(ValueError):
         beforeqkv.glue("", 1)
+
+
+def test_sci_writes_powers_of_ten_as_a_book_does():
+    assert beforeqkv.sci(2.8e14) == "2.8 \u00d7 10\u00b9\u2074"
+    assert beforeqkv.sci(6.2e-8, 0) == "6 \u00d7 10\u207b\u2078"
+    assert beforeqkv.sci(1e-7, 0) == "10\u207b\u2077"
+    assert beforeqkv.sci(0) == "0"
+    with pytest.raises(ValueError):
+        beforeqkv.sci(float("nan"))

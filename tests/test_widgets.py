@@ -163,3 +163,20 @@ def test_static_explorer_rejects_a_bad_budget_and_a_plot_without_figure():
         widgets.static_explorer(labelled, dict(n=(1, 2)), 0)
     with pytest.raises(ValueError, match="Figure"):
         widgets.static_explorer(lambda n=1: None, dict(n=(1, 2)), 10)
+
+
+def test_the_alt_text_says_what_the_figure_shows_not_the_function_name(monkeypatch):
+    monkeypatch.setenv(widgets.MODE_ENV, "static")
+    ui = widgets.explorer(labelled, description="A line rising to n.", n=(1, 3, 1))
+    page = ui._repr_html_()
+    alt = re.search(r'<img class="bqkv-figure" src="[^"]+" alt="([^"]+)"', page).group(1)
+    assert alt.startswith("A line rising to n. (n = 3)") and "labelled" not in alt
+    assert '"alt":"A line rising to n."' in page             # the script keeps it per setting
+
+    def documented(n=1):
+        """Documented: a line."""
+        return plot.lines([0, 1], {"y": [0, n]})
+
+    assert widgets.static_explorer(documented, dict(n=(1, 2)), 4).description == "Documented: a line."
+    with pytest.raises(ValueError, match="description"):
+        widgets.explorer(labelled, description="  ", n=(1, 3, 1))

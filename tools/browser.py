@@ -8,7 +8,8 @@ websocket client). The site is served from 127.0.0.1 and every other host is unr
 console/network error. For each page it records: maths (MathJax output, raw TeX left
 over), images that did not load, console errors, exceptions and failed requests, code
 cells wider than their box at 1280 px, whether each explorer's figure changes when a
-control moves, tracebacks; and saves desktop (1280) and phone (390) screenshots.
+control moves, the contrast of the explorers' labels and controls in the light and the dark
+theme, tracebacks; and saves desktop (1280) and phone (390) screenshots.
 tests/test_browser.py asserts on this report; `make test-site` runs it.
 """
 from __future__ import annotations
@@ -266,6 +267,42 @@ _EXPLORE = r"""(() => {
 })()"""
 
 
+# The lowest WCAG contrast ratio of the explorers' text (labels, shown values, the note) and
+# controls (dropdowns) in one colour theme: the page's own theme switch, <html data-theme>, is
+# set as the theme's button (or a dark system setting) sets it; colours are the computed ones.
+_CONTRAST = r"""((theme) => {
+  const html = document.documentElement, before = html.dataset.theme;
+  html.dataset.theme = theme;
+  const rgba = c => { const m = c.match(/[\d.]+/g).map(Number); return m.length > 3 ? m : [...m, 1]; };
+  const lum = ([r, g, b]) => {
+    const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = el => {          // the first ancestor (or itself) that paints a background
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0.5) return c;
+    }
+    return theme === 'dark' ? [0, 0, 0, 1] : [255, 255, 255, 1];
+  };
+  const out = [];
+  for (const root of document.querySelectorAll('.bqkv-explorer')) {
+    const els = root.querySelectorAll('.bqkv-controls label, .bqkv-controls output, ' +
+        '.bqkv-controls select, .bqkv-controls option, .bqkv-fixed, .bqkv-note');
+    for (const el of els) {
+      const fg = rgba(getComputedStyle(el).color), bg = background(el);
+      const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+      out.push({id: root.id, tag: el.tagName.toLowerCase(), text: el.textContent.trim().slice(0, 30),
+                color: getComputedStyle(el).color, background: `rgb(${bg.slice(0, 3)})`,
+                ratio: Math.round((a + 0.05) / (b + 0.05) * 100) / 100});
+    }
+  }
+  if (before === undefined) delete html.dataset.theme; else html.dataset.theme = before;
+  out.sort((x, y) => x.ratio - y.ratio);
+  return out;
+})"""
+
+
 def _problems(events, base):
     """Console errors, uncaught exceptions, failed requests (404s, blocked hosts)."""
     found = []
@@ -309,6 +346,8 @@ def check_site(html_dir, shots_dir=None, pages=None):
             browser.js(_SETTLE, timeout=60)
             r = browser.js(_INSPECT)
             r["explore"] = browser.js(_EXPLORE, timeout=60) if r["explorers"] else []
+            r["contrast"] = {theme: browser.js(f"{_CONTRAST}({theme!r})") if r["explorers"] else []
+                             for theme in ("light", "dark")}
             if shots_dir:
                 browser.screenshot(Path(shots_dir) / f"{stem}-desktop.png")
                 for i, _ in enumerate(r["explore"]):

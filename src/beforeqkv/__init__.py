@@ -20,7 +20,7 @@ from ._validate import check_positive
 
 __version__ = "0.1.0"
 
-__all__ = ["get_device", "setup", "seed_everything", "glue", "__version__"]
+__all__ = ["get_device", "setup", "seed_everything", "glue", "sci", "__version__"]
 
 _DEVICE_ENV = "BEFOREQKV_DEVICE"
 
@@ -117,3 +117,28 @@ def glue(name: str, value, display: bool = False):
         return value
     _glue(name, value, display=display)
     return value
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b")
+
+
+def sci(value: float, digits: int = 1) -> str:
+    """``value`` as a book prints it: ``sci(2.8e14)`` is ``"2.8 \u00d7 10\u00b9\u2074"``.
+
+    Glue the string and quote it with a plain ``{glue:text}`name``` (no format spec):
+    the site and the reader notebooks then show ``2.8 \u00d7 10\u00b9\u2074``, not ``2.8e+14``.
+    ``digits`` is the number of decimals of the mantissa; a mantissa of exactly 1 is
+    dropped (``sci(1e-7, 0)`` is ``"10\u207b\u2077"``) and 0 is ``"0"``.
+    """
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"sci needs a finite number, got {value}")
+    if not isinstance(digits, int) or digits < 0:
+        raise ValueError(f"digits must be an int >= 0, got {digits!r}")
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    if mantissa.lstrip("-") == "1":
+        return ("\u2212" if mantissa.startswith("-") else "") + power
+    return mantissa.replace("-", "\u2212") + " \u00d7 " + power

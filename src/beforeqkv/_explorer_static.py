@@ -31,6 +31,21 @@ def _check(plot_fn, controls):
         raise ValueError("explorer() needs at least one control, e.g. n_pairs=(2, 32, 2)")
 
 
+def _check_description(description):
+    if description is not None and (not isinstance(description, str) or not description.strip()):
+        raise ValueError("description must be a non-empty string saying what the figure shows")
+
+
+def _describe(plot_fn, description):
+    """The explorer's alt text: ``description``, else plot_fn's docstring summary, else its name."""
+    if description:
+        return " ".join(description.split())
+    doc = (inspect.getdoc(plot_fn) or "").strip()
+    if doc:
+        return doc.split("\n\n")[0].replace("\n", " ").strip()
+    return getattr(plot_fn, "__name__", "an explorer figure")
+
+
 def _figure_or_raise(fig):
     if fig is None or not hasattr(fig, "savefig"):
         raise ValueError(f"plot_fn must return a matplotlib Figure, got {type(fig).__name__}")
@@ -182,8 +197,9 @@ def _png(fig) -> bytes:
 class StaticExplorer:
     """A grid of precomputed figures with controls that swap them (``_repr_html_``)."""
 
-    def __init__(self, plot_fn, controls, max_figures):
+    def __init__(self, plot_fn, controls, max_figures, description=None):
         _check(plot_fn, controls)
+        _check_description(description)
         if not isinstance(max_figures, Integral) or max_figures < 1:
             raise ValueError(f"max_figures must be a positive int, got {max_figures!r}")
         params = inspect.signature(plot_fn).parameters
@@ -194,6 +210,7 @@ class StaticExplorer:
         full = [_control(n, a, params[n].default if n in params else inspect.Parameter.empty)
                 for n, a in controls.items()]
         self.name = getattr(plot_fn, "__name__", "plot_fn")
+        self.description = _describe(plot_fn, description)
         self.full_sizes = [len(c.values) for c in full]
         counts = _budget(full, max_figures)
         self.controls = []
@@ -273,13 +290,13 @@ class StaticExplorer:
         uris = ["data:image/png;base64," + base64.b64encode(b).decode("ascii") for b in self.images]
         data = {"sizes": self.sizes, "frames": self.frames, "images": uris,
                 "names": [c.label for c in self.controls],
-                "labels": [c.texts for c in self.controls], "alt": self.name}
+                "labels": [c.texts for c in self.controls], "alt": self.description}
         payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
         start = self.frames[self.start]
         alt = ", ".join(f"{c.label} = {c.texts[c.index]}" for c in self.controls)
         return _TEMPLATE.format(
             id=self.id, controls=self._controls_html(), src=uris[start],
-            alt=html.escape(f"{self.name} ({alt})"), note=html.escape(self.note()),
+            alt=html.escape(f"{self.description} ({alt})"), note=html.escape(self.note()),
             data=payload, n=len(self.frames))
 
     def __repr__(self):

@@ -18,7 +18,7 @@ import inspect
 import os
 from typing import Callable
 
-from ._explorer_static import StaticExplorer, _check, _figure_or_raise
+from ._explorer_static import StaticExplorer, _check, _check_description, _figure_or_raise
 
 __all__ = ["explorer", "static_explorer", "StaticExplorer", "MAX_FIGURES", "MODE_ENV", "MAX_ENV"]
 
@@ -38,22 +38,27 @@ def _ipywidgets():
     return ipywidgets
 
 
-def explorer(plot_fn: Callable, **controls):
+def explorer(plot_fn: Callable, description: str | None = None, **controls):
     """Re-draw ``plot_fn(**values)`` whenever a control changes.
 
     Each control is an ipywidgets widget or an abbreviation understood by
     ``ipywidgets.interactive``: ``(lo, hi, step)`` for a slider, a list for a
     dropdown, a bool for a checkbox. ``plot_fn`` must return a matplotlib Figure.
-    Returns the live widget, or a :class:`StaticExplorer` when the environment
-    variable ``BEFOREQKV_EXPLORERS`` is ``static`` (see :func:`static_explorer`).
+    ``description`` says in words what the figure shows: the static explorer's alt
+    text (followed by the current setting); without it, the first line of
+    ``plot_fn``'s docstring. Returns the live widget, or a :class:`StaticExplorer`
+    when the environment variable ``BEFOREQKV_EXPLORERS`` is ``static`` (see
+    :func:`static_explorer`).
     """
     _check(plot_fn, controls)
+    _check_description(description)
     mode = os.environ.get(MODE_ENV, "live").strip().lower() or "live"
     if mode == "static":
         budget = os.environ.get(MAX_ENV, "").strip()
         if budget and not budget.isdigit():
             raise ValueError(f"{MAX_ENV}={budget!r}: use a positive integer")
-        return static_explorer(plot_fn, controls, int(budget) if budget else MAX_FIGURES)
+        return static_explorer(plot_fn, controls, int(budget) if budget else MAX_FIGURES,
+                               description=description)
     if mode != "live":
         raise ValueError(f"{MODE_ENV}={mode!r}: use 'live' or 'static'")
     w = _ipywidgets()
@@ -71,11 +76,12 @@ def explorer(plot_fn: Callable, **controls):
     return ui
 
 
-def static_explorer(plot_fn: Callable, controls: dict, max_figures: int = MAX_FIGURES):
+def static_explorer(plot_fn: Callable, controls: dict, max_figures: int = MAX_FIGURES,
+                    description: str | None = None):
     """Draw ``plot_fn`` over a grid of at most ``max_figures`` control settings.
 
-    ``controls`` are those of :func:`explorer`. When the full grid is larger, sliders
-    are thinned first (evenly spaced values that keep the ends and the starting
-    value), then dropdowns; the component says which values it offers.
+    ``controls`` and ``description`` are those of :func:`explorer`. When the full grid
+    is larger, sliders are thinned first (evenly spaced values that keep the ends and
+    the starting value), then dropdowns; the component says which values it offers.
     """
-    return StaticExplorer(plot_fn, controls, max_figures)
+    return StaticExplorer(plot_fn, controls, max_figures, description=description)
