@@ -76,15 +76,7 @@ def test_every_glued_number_in_the_prose_is_computed(path):
     assert all(p.pattern.startswith(prefix) for p in patterns), f"glue names must start with {prefix}"
 
 
-# Chapters 10 and 11 are being reworded elsewhere (issue 16); drop them from here once their
-# prose quotes powers of ten with beforeqkv.sci like the other chapters.
-EXPONENTS_PENDING = {"10_real_encoder", "11_modern_llm"}
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(reason="prose still quotes 1e-05-style numbers",
-                                            strict=False))
-    if p.stem in EXPONENTS_PENDING else p for p in CHAPTERS], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_prose_writes_powers_of_ten_as_a_book_does(path):
     """No {glue:text}`name:.1e` (or :g) in prose: it prints 2.8e+14 or 6e-08. Glue
     beforeqkv.sci(value) instead, a string such as 2.8 × 10¹⁴, and quote it without a spec."""
