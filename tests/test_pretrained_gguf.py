@@ -183,3 +183,10 @@ def test_a_bad_alignment_is_named():
     for bad in (3, "32", 0):
         with pytest.raises(ValueError, match="alignment must be a power of two"):
             GGUFFile(write_gguf({"general.alignment": bad}, {}))
+
+
+def test_the_repr_names_the_file_not_the_machines_path():
+    from beforeqkv.pretrained.gguf import GGUFFile
+    f = GGUFFile.__new__(GGUFFile)
+    f.source, f.version, f.metadata, f.tensors = "/home/builder/site-packages/x/model.gguf", 3, {}, {}
+    assert repr(f) == "GGUFFile('model.gguf', version=3, 0 keys, 0 tensors)"

@@ -201,7 +201,9 @@ class GGUFFile:
             self.tensors[name] = TensorInfo(name, tuple(reversed(dims)), gtype, start, nbytes)
 
     def __repr__(self):
-        return f"GGUFFile({self.source!r}, version={self.version}, {len(self.metadata)} keys, {len(self.tensors)} tensors)"
+        # the file's name only: a full path would print the machine the book was built on
+        name = self.source.replace("\\", "/").rsplit("/", 1)[-1]
+        return f"GGUFFile({name!r}, version={self.version}, {len(self.metadata)} keys, {len(self.tensors)} tensors)"
 
     def raw(self, name: str) -> np.ndarray:
         """The stored bytes of one tensor, (nbytes,) uint8, without a copy."""
