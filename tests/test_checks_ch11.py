@@ -1,4 +1,6 @@
 """The chapter 11 checkers pass canonical answers and reject typical mistakes with a hint."""
+import re
+
 import pytest
 import torch
 
@@ -88,3 +90,123 @@ def test_the_multi_query_question_is_registered():
     checks.check_prediction("ch11_mqa_cache", 9)
     with pytest.raises(CheckFailure):
         checks.check_prediction("ch11_mqa_cache", 3)  # SmolLM2's own grouped factor
+
+
+# ------------------------------------------------------------------ the capstone: a Llama GPT
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from beforeqkv.checks._ch11_llama import MISTAKES, UNTIED, _model, _rotate, written_out  # noqa: E402
+
+
+def _rms(x, w, eps, how="inside", gain=True):
+    ms = x.pow(2).mean(-1, keepdim=True)
+    rms = {"inside": (ms + eps).sqrt(), "outside": ms.sqrt() + eps, "none": ms.sqrt()}[how]
+    return x / rms * (w if gain else 1.0)
+
+
+def _reader_llama(pairs=False, repeat=False, final_norm=True, eps="inside", gain=True, swap=False,
+                  untied=False):
+    """A reader's MyLlama as the chapter asks for it; the options make one mistake each."""
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.c, self.d_head = c, c.d_model // c.n_heads
+            d_kv = c.n_kv_heads * self.d_head
+            self.norm_attn = nn.Parameter(torch.ones(c.d_model))
+            self.norm_mlp = nn.Parameter(torch.ones(c.d_model))
+            self.W_Q = nn.Linear(c.d_model, c.d_model, bias=False)
+            self.W_K = nn.Linear(c.d_model, d_kv, bias=False)
+            self.W_V = nn.Linear(c.d_model, d_kv, bias=False)
+            self.W_O = nn.Linear(c.d_model, c.d_model, bias=False)
+            self.W_gate = nn.Linear(c.d_model, c.d_mlp, bias=False)
+            self.W_in = nn.Linear(c.d_model, c.d_mlp, bias=False)
+            self.W_out = nn.Linear(c.d_mlp, c.d_model, bias=False)
+
+        def forward(self, x):
+            c, (b, t, _) = self.c, x.shape
+            h = _rms(x, self.norm_attn, c.norm_eps, eps, gain)
+
+            def heads(W, n):
+                return W(h).view(b, t, n, self.d_head).transpose(1, 2)
+
+            q = _rotate(heads(self.W_Q, c.n_heads), c.rope_base, pairs)
+            k = _rotate(heads(self.W_K, c.n_kv_heads), c.rope_base, pairs)
+            v, group = heads(self.W_V, c.n_kv_heads), c.n_heads // c.n_kv_heads
+            k, v = ((z.repeat(1, group, 1, 1) if repeat else z.repeat_interleave(group, 1)) for z in (k, v))
+            s = q @ k.transpose(-2, -1) / self.d_head ** 0.5
+            s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+            x = x + self.W_O((s.softmax(-1) @ v).transpose(1, 2).reshape(b, t, -1))
+            h = _rms(x, self.norm_mlp, c.norm_eps, eps, gain)
+            gate, up = (self.W_in(h), self.W_gate(h)) if swap else (self.W_gate(h), self.W_in(h))
+            return x + self.W_out(F.silu(gate) * up)
+
+    class MyLlama(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.c = c
+            self.W_E = nn.Embedding(c.d_vocab, c.d_model)
+            self.blocks = nn.ModuleList([Block(c) for _ in range(c.n_layers)])
+            self.norm_final = nn.Parameter(torch.ones(c.d_model))
+            if untied:
+                self.W_U = nn.Linear(c.d_model, c.d_vocab, bias=False)
+
+        def forward(self, tokens):
+            x = self.W_E(tokens)
+            for block in self.blocks:
+                x = block(x)
+            if final_norm:
+                x = _rms(x, self.norm_final, self.c.norm_eps, eps, gain)
+            return self.W_U(x) if untied else x @ self.W_E.weight.T
+
+    return MyLlama
+
+
+def test_the_written_out_llama_forward_is_the_package_gpt():
+    model = _model((("n_layers", 2),), 5)
+    tokens = torch.randint(0, model.config.d_vocab, (2, 6))
+    with torch.no_grad():
+        torch.testing.assert_close(written_out(model, tokens), model(tokens), atol=1e-5, rtol=1e-5)
+
+
+def test_llama_weights_share_the_package_tensors_and_leave_out_the_tied_w_u():
+    model = _model((), 1)
+    weights = checks.llama_weights(model)
+    assert "W_U.weight" not in weights and "norm_final" in weights and "blocks.0.W_gate.weight" in weights
+    assert weights["W_E.weight"].data_ptr() == model.W_E.weight.data_ptr()
+
+
+def test_check_llama_passes_a_written_out_reader_model(capsys):
+    checks.check_llama(_reader_llama())
+    assert "\u2713" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("hint", list(MISTAKES))
+def test_check_llama_names_each_typical_mistake(hint):
+    with pytest.raises(CheckFailure, match=re.escape(hint)):
+        checks.check_llama(_reader_llama(**MISTAKES[hint]))
+
+
+def test_check_llama_says_w_u_is_tied_when_the_reader_adds_one():
+    with pytest.raises(CheckFailure, match=re.escape(UNTIED)):
+        checks.check_llama(_reader_llama(untied=True))
+
+
+@pytest.fixture(scope="module")
+def lm():
+    from beforeqkv.pretrained import WeightsMissing, load_smollm2
+    try:
+        return load_smollm2()
+    except WeightsMissing as err:
+        pytest.skip(str(err))
+
+
+def test_check_smollm2_runs_the_reader_model_on_the_real_weights(lm, capsys):
+    checks.check_smollm2(_reader_llama(), lm, new_tokens=2)
+    assert "Paris" in capsys.readouterr().out
+    assert checks.ch11.LAST_RUN["max_diff"] <= 1e-3 and checks.ch11.LAST_RUN["text"].startswith(" Paris")
+
+
+def test_check_smollm2_rejects_an_untied_unembedding(lm):
+    with pytest.raises(CheckFailure, match="tied"):
+        checks.check_smollm2(_reader_llama(untied=True), lm)

@@ -1,12 +1,14 @@
-"""Checkers for chapter 11: RMSNorm, rotary positions, a Q4_1 block."""
+"""Checkers for chapter 11: RMSNorm, rotary positions, a Q4_1 block, the reader's Llama GPT."""
 from __future__ import annotations
 
 import torch
 
 from ..attention import apply_rotary, rotary_tables
 from ._core import compare, register_question
+from ._ch11_llama import LAST_RUN, check_llama, check_smollm2, llama_config, llama_weights  # noqa: F401
 
-__all__ = ["check_rmsnorm", "check_rotary", "check_q4_1_block"]
+__all__ = ["check_rmsnorm", "check_rotary", "check_q4_1_block", "check_llama", "check_smollm2",
+           "llama_weights", "llama_config"]
 
 
 def _gen(seed):

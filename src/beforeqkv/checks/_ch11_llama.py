@@ -1,0 +1,225 @@
+"""Chapter 11's capstone checkers: the reader's Llama-style GPT, on random and real weights.
+
+The reader's ``MyLlama(config)`` holds ``W_E`` (an ``nn.Embedding``), ``blocks[i]``
+with ``W_Q, W_K, W_V, W_O, W_gate, W_in, W_out`` (``nn.Linear``, no bias) and the
+RMSNorm gains ``norm_attn``, ``norm_mlp`` (``nn.Parameter``), and the gain
+``norm_final``; no ``W_U`` (it is tied to ``W_E``). :func:`llama_weights` renames a
+package model's state dict to those names.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+import torch.nn.functional as F
+
+from . import _core
+from ..models import GPT, GPTConfig
+from .ch08 import _randomise
+from ._core import CheckFailure, checker
+
+__all__ = ["check_llama", "check_smollm2", "llama_weights", "llama_config"]
+
+
+def llama_weights(model: torch.nn.Module) -> dict:
+    """A package Llama-style GPT's tensors under the names of the reader's ``MyLlama``.
+
+    ``attn.`` and ``mlp.`` are dropped, a norm's ``.weight`` becomes the gain itself, and
+    ``W_U.weight`` is left out: it is the same tensor as ``W_E.weight``. No copy is made.
+    """
+    if not isinstance(model, GPT):
+        raise ValueError(f"llama_weights needs a package GPT, got {type(model).__name__}")
+    out = {}
+    for name, w in model.state_dict(keep_vars=True).items():
+        if name == "W_U.weight":
+            continue
+        name = re.sub(r"(^|\.)(attn|mlp)\.", r"\1", name)
+        out[re.sub(r"(norm_\w+)\.weight$", r"\1", name)] = w.detach()
+    return out
+
+
+def llama_config(d_vocab=13, n_ctx=16, d_model=16, n_heads=4, n_kv_heads=2, n_layers=2, d_mlp=24,
+                 norm_eps=1e-5, rope_base=100.0) -> GPTConfig:
+    """A small configuration of SmolLM2's kind (RMSNorm, rotary, GQA, SwiGLU, tied, no bias)."""
+    return GPTConfig(d_vocab=d_vocab, n_ctx=n_ctx, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                     d_mlp=d_mlp, n_kv_heads=n_kv_heads, norm="rmsnorm", norm_eps=norm_eps,
+                     activation="swiglu", bias=False, positions="rotary", rope_base=rope_base,
+                     tie_embeddings=True)
+
+
+def _rotate(x, base, pairs=False):
+    """Rotary positions 0..T-1 on x (..., T, d_head): rotate-half, or adjacent ``pairs``."""
+    t, d = x.shape[-2], x.shape[-1]
+    angle = torch.arange(t).float()[:, None] * base ** (-2 * torch.arange(d // 2).float() / d)  # (T, d/2)
+    c, s = angle.cos(), angle.sin()
+    if pairs:
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * c - b * s, a * s + b * c], -1).flatten(-2)  # (..., T, d)
+    a, b = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([a * c - b * s, a * s + b * c], -1)  # (..., T, d)
+
+
+def written_out(model, tokens, *, pairs=False, repeat=False, final_norm=True, eps="inside", gain=True,
+                swap=False):
+    """The Llama forward of a package ``GPT``, written out; the options make the typical mistakes."""
+    c = model.config
+    n_h, n_kv, d_head = c.n_heads, c.n_kv_heads, c.d_model // c.n_heads
+
+    def norm(x, w):
+        ms = x.pow(2).mean(-1, keepdim=True)  # (B, T, 1)
+        rms = {"inside": (ms + c.norm_eps).sqrt(), "outside": ms.sqrt() + c.norm_eps, "none": ms.sqrt()}[eps]
+        return x / rms * (w if gain else 1.0)
+
+    b, t = tokens.shape
+    x = model.W_E(tokens)  # (B, T, d_model)
+    future = torch.ones(t, t, dtype=torch.bool).triu(1)  # (T, T)
+    for blk in model.blocks:
+        h, a = norm(x, blk.norm_attn.weight), blk.attn
+        q = a.W_Q(h).view(b, t, n_h, d_head).transpose(1, 2)  # (B, H, T, d_head)
+        k = a.W_K(h).view(b, t, n_kv, d_head).transpose(1, 2)  # (B, H_kv, T, d_head)
+        v = a.W_V(h).view(b, t, n_kv, d_head).transpose(1, 2)
+        q, k = _rotate(q, c.rope_base, pairs), _rotate(k, c.rope_base, pairs)
+        group = n_h // n_kv
+        k, v = ((z.repeat(1, group, 1, 1) if repeat else z.repeat_interleave(group, 1)) for z in (k, v))
+        scores = (q @ k.transpose(-2, -1) / d_head ** 0.5).masked_fill(future, float("-inf"))  # (B, H, T, T)
+        z = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, n_h * d_head)  # (B, T, d_model)
+        x = x + a.W_O(z)
+        h, m = norm(x, blk.norm_mlp.weight), blk.mlp
+        gate, up = (m.W_in(h), m.W_gate(h)) if swap else (m.W_gate(h), m.W_in(h))  # (B, T, d_mlp)
+        x = x + m.W_out(F.silu(gate) * up)
+    if final_norm:
+        x = norm(x, model.norm_final.weight)
+    return x @ model.W_E.weight.T  # (B, T, d_vocab): W_U = W_E
+
+
+UNTIED = ("SmolLM2 has no W_U of its own: the unembedding is tied to the embedding, "
+          "logits = x @ W_E.weight.T. Drop your W_U (loading would leave it random).")
+
+
+def _load(cls, model, meta=False):
+    """The reader's model with ``model``'s weights (shared when ``meta``: no copy, no init)."""
+    try:
+        if meta:
+            with torch.device("meta"):  # shapes only: every number comes from the package model
+                mine = cls(model.config)
+        else:
+            mine = cls(model.config)
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        raise CheckFailure(f"{cls.__name__}(config) raised {type(err).__name__}: {err}") from None
+    try:
+        mine.load_state_dict(llama_weights(model), assign=meta)
+    except RuntimeError as err:
+        if "W_U" in str(err):
+            raise CheckFailure(f"your model's weights do not load: {UNTIED}") from None
+        raise CheckFailure("the weights do not load into yours; keep the names of the given __init__ "
+                           f"(W_E, W_Q, ..., W_out, norm_attn, norm_mlp, norm_final).\n{err}") from None
+    return mine.eval()
+
+
+_CASES = [  # (config options, batch, T, seed)
+    (dict(), 2, 7, 111),
+    (dict(d_model=24, n_heads=6, n_kv_heads=2, n_layers=1, norm_eps=0.1, rope_base=10000.0), 1, 5, 112),
+    (dict(d_model=8, n_heads=2, n_kv_heads=1, n_layers=1, d_mlp=12), 1, 1, 113),  # T = 1, one kv head
+]
+
+
+def _cases():
+    for options, b, t, seed in _CASES:
+        config = llama_config(**options)
+        g = torch.Generator().manual_seed(seed)
+        yield torch.randint(0, config.d_vocab, (b, t), generator=g), tuple(sorted(options.items())), seed
+
+
+def _model(options, seed):
+    return _randomise(GPT(llama_config(**dict(options))), seed)
+
+
+MISTAKES = {
+    "rotary pairs coordinate i with i + d_head/2 (rotate-half: the layout of Exercise 11.2 and of "
+    "the un-permuted weights), not with its neighbour i + 1.": dict(pairs=True),
+    "each key/value head serves n_heads / n_kv_heads CONSECUTIVE query heads: "
+    "k.repeat_interleave(group, dim=1); k.repeat(...) deals them out in turn.": dict(repeat=True),
+    "the final RMSNorm is missing: normalise with the gain norm_final before the unembedding.":
+        dict(final_norm=False),
+    "RMSNorm: eps goes inside the square root, sqrt(mean(x^2) + eps) (Exercise 11.1).": dict(eps="outside"),
+    "RMSNorm: add eps (config.norm_eps) to mean(x^2) before the square root.": dict(eps="none"),
+    "RMSNorm: multiply by the learned gain (norm_attn, norm_mlp, norm_final).": dict(gain=False),
+    "SwiGLU: the silu acts on W_gate x and W_in x is the linear factor: "
+    "W_out(silu(W_gate x) * W_in x).": dict(swap=True),
+}
+
+
+def check_llama(cls):
+    """Check ``cls(config)``, a Llama-style GPT: (B, T) ids -> (B, T, d_vocab) logits.
+
+    On each case a small package ``GPT`` of SmolLM2's kind gets seeded random weights,
+    :func:`llama_weights` copies them into the reader's model, and the logits must agree.
+    Capstone of chapter 11 (the block and GPT of chapter 8).
+    """
+    __tracebackhide__ = True
+
+    def run(tokens, options, seed):
+        with torch.no_grad():
+            return _load(cls, _model(options, seed))(tokens)
+
+    def reference(tokens, options, seed):
+        with torch.no_grad():
+            return _model(options, seed)(tokens)
+
+    def mistake(how):
+        def wrong(tokens, options, seed):
+            with torch.no_grad():
+                return written_out(_model(options, seed), tokens, **how)
+        return wrong
+
+    mistakes = {hint: mistake(how) for hint, how in MISTAKES.items()}
+    try:
+        _core._compare(run, reference, list(_cases()), "Llama GPT", mistakes, 1e-4, 1e-4,
+                       lambda a: f"tokens {tuple(a[0].shape)}, config {dict(a[1]) or 'default'}", {})
+    except CheckFailure as err:
+        return _core._report("llama", err, getattr(cls, "forward", None))
+    _core.passed("Llama GPT matches the package's on every case")
+    return _core.CheckResult("llama", True)
+
+
+LAST_RUN: dict = {}  # what check_smollm2 measured last (the chapter glues it)
+
+
+@checker
+def check_smollm2(cls, lm, new_tokens: int = 3):
+    """Check ``cls(config)`` with SmolLM2's weights: the package model's logits and greedy tokens.
+
+    lm: a :class:`beforeqkv.pretrained.smollm2.SmolLM2`. The reader's model is built on the
+    meta device and takes the package model's tensors themselves (no copy); on "The capital
+    of France is" its logits must agree with the package's to 1e-3 and its first
+    ``new_tokens`` greedy tokens (each step re-reads the sequence) must be the package's.
+    """
+    LAST_RUN.clear()
+    mine = _load(cls, lm.model, meta=True)
+    ids = lm.tokenize("The capital of France is")
+    tokens = torch.tensor([ids])  # (1, T)
+    with torch.no_grad():
+        got = mine(tokens)[0]  # (T, d_vocab)
+        want = lm.logits(ids)  # (T, d_vocab)
+        if got.shape != want.shape:
+            raise CheckFailure(f"your logits have shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+        diff = (got - want).abs().max().item()
+        if not diff <= 1e-3:
+            raise CheckFailure(f"with SmolLM2's weights your logits differ from the package's by up to "
+                               f"{diff:.3g}, more than 1e-3; run check_llama first: it names the mistake.")
+        seq = list(ids)
+        for _ in range(new_tokens):
+            seq.append(int(mine(torch.tensor([seq]))[0, -1].argmax()))
+    greedy = lm.generate_ids(ids, new_tokens, stop_at_eos=False)
+    if seq[len(ids):] != greedy:
+        raise CheckFailure(f"your greedy tokens {lm.decode(seq[len(ids):])!r} are not the package's "
+                           f"{lm.decode(greedy)!r}")
+    top = got[-1].topk(3)
+    LAST_RUN.update(max_diff=diff, text=lm.decode(seq[len(ids):]),
+                    top={lm.decode([i]): v for i, v in zip(top.indices.tolist(), top.values.tolist())})
+    _core.passed(f"your GPT runs SmolLM2: logits within {diff:.1e} of the package's, greedy "
+                 f"{LAST_RUN['text']!r}, top logits "
+                 + ", ".join(f"{k!r} {v:.4f}" for k, v in LAST_RUN["top"].items()))
+    return _core.CheckResult("smollm2", True)
