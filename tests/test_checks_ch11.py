@@ -210,3 +210,11 @@ def test_check_smollm2_runs_the_reader_model_on_the_real_weights(lm, capsys):
 def test_check_smollm2_rejects_an_untied_unembedding(lm):
     with pytest.raises(CheckFailure, match="tied"):
         checks.check_smollm2(_reader_llama(untied=True), lm)
+
+
+def test_check_smollm2_reports_an_unwritten_forward_instead_of_stopping(lm, monkeypatch, capsys):
+    monkeypatch.setenv("BEFOREQKV_CHECKS", "lenient")
+    cls = _reader_llama()
+    cls.forward = lambda self, tokens: (_ for _ in ()).throw(NotImplementedError())
+    assert not checks.check_smollm2(cls, lm)
+    assert "not implemented yet" in capsys.readouterr().out

@@ -184,6 +184,18 @@ def check_llama(cls):
     return _core.CheckResult("llama", True)
 
 
+def _run(mine, tokens):
+    """The reader's logits; their errors become a failed check, not a stopped notebook."""
+    try:
+        return mine(tokens)
+    except NotImplementedError:
+        raise CheckFailure("smollm2: not implemented yet. Write your code where it says "
+                           "`# YOUR CODE HERE` and delete `raise NotImplementedError()`, "
+                           "then run this cell again.") from None
+    except Exception as err:
+        raise CheckFailure(f"with SmolLM2's weights your model raised {type(err).__name__}: {err}") from None
+
+
 LAST_RUN: dict = {}  # what check_smollm2 measured last (the chapter glues it)
 
 
@@ -201,7 +213,7 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
     ids = lm.tokenize("The capital of France is")
     tokens = torch.tensor([ids])  # (1, T)
     with torch.no_grad():
-        got = mine(tokens)[0]  # (T, d_vocab)
+        got = _run(mine, tokens)[0]  # (T, d_vocab)
         want = lm.logits(ids)  # (T, d_vocab)
         if got.shape != want.shape:
             raise CheckFailure(f"your logits have shape {tuple(got.shape)}, expected {tuple(want.shape)}")
@@ -211,7 +223,7 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
                                f"{diff:.3g}, more than 1e-3; run check_llama first: it names the mistake.")
         seq = list(ids)
         for _ in range(new_tokens):
-            seq.append(int(mine(torch.tensor([seq]))[0, -1].argmax()))
+            seq.append(int(_run(mine, torch.tensor([seq]))[0, -1].argmax()))
     greedy = lm.generate_ids(ids, new_tokens, stop_at_eos=False)
     if seq[len(ids):] != greedy:
         raise CheckFailure(f"your greedy tokens {lm.decode(seq[len(ids):])!r} are not the package's "
