@@ -211,7 +211,7 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
     LAST_RUN.clear()
     mine = _load(cls, lm.model, meta=True)
     ids = lm.tokenize("The capital of France is")
-    tokens = torch.tensor([ids])  # (1, T)
+    tokens = torch.tensor([ids], device=lm.device)  # (1, T)
     with torch.no_grad():
         got = _run(mine, tokens)[0]  # (T, d_vocab)
         want = lm.logits(ids)  # (T, d_vocab)
@@ -223,7 +223,7 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
                                f"{diff:.3g}, more than 1e-3; run check_llama first: it names the mistake.")
         seq = list(ids)
         for _ in range(new_tokens):
-            seq.append(int(_run(mine, torch.tensor([seq]))[0, -1].argmax()))
+            seq.append(int(_run(mine, torch.tensor([seq], device=lm.device))[0, -1].argmax()))
     greedy = lm.generate_ids(ids, new_tokens, stop_at_eos=False)
     if seq[len(ids):] != greedy:
         raise CheckFailure(f"your greedy tokens {lm.decode(seq[len(ids):])!r} are not the package's "
