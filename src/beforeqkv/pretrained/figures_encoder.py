@@ -116,8 +116,8 @@ def _panel(ax, post_norm: bool) -> None:
 
     def plus(y):
         ax.add_patch(FancyBboxPatch((rx - 0.2, y - 0.2), 0.4, 0.4, boxstyle="round,pad=0,rounding_size=0.08",
-                                    fc="white", ec=_STREAM, lw=1.4))
-        ax.text(rx, y, "+", ha="center", va="center", fontsize=11, fontweight="bold")
+                                    fc="white", ec=_STREAM, lw=1.4, zorder=3))
+        ax.text(rx, y, "+", ha="center", va="center", fontsize=11, fontweight="bold", zorder=4)
 
     ax.text(rx, 0.0, "x", ha="center", va="center", fontsize=11)
     ax.set_ylim(-0.6, 8.6)
@@ -135,8 +135,8 @@ def _panel(ax, post_norm: bool) -> None:
             plus(base + 1.9)
             ax.plot([rx, rx], [base + 2.1, base + 2.5], color=_STREAM, lw=3)
             ax.add_patch(FancyBboxPatch((rx - 1.25, base + 2.5), 2.5, 0.55, boxstyle="round,pad=0,rounding_size=0.08",
-                                        fc=_NORM_FILL, ec=_NORM_EDGE, lw=1.2))
-            ax.text(rx, base + 2.77, f"LayerNorm ({norm})", ha="center", va="center", fontsize=10)
+                                        fc=_NORM_FILL, ec=_NORM_EDGE, lw=1.2, zorder=3))
+            ax.text(rx, base + 2.77, f"LayerNorm ({norm})", ha="center", va="center", fontsize=10, zorder=4)
             ax.plot([rx, rx], [base + 3.05, base + 3.6], color=_STREAM, lw=3)
         else:  # pre-norm: the norm is on the branch, the stream runs straight through
             ax.plot([rx, rx], [base, base + 3.6], color=_STREAM, lw=3)
@@ -157,11 +157,11 @@ def _panel(ax, post_norm: bool) -> None:
 
 def post_norm_block():
     """Chapter 8's pre-norm block next to BERT's post-norm block: where the LayerNorms sit (chapter 10)."""
-    fig, axes = plot.new_figure(1, 2, figsize=(7.0, 5.4))
+    fig, axes = plot.new_figure(1, 2, figsize=(7.0, 5.6))
     _panel(axes[0], post_norm=False)
     _panel(axes[1], post_norm=True)
-    fig.text(0.5, 0.02, "red: the residual stream; orange: LayerNorm (MiniLM: eps 1e-12)",
-             ha="center", fontsize=10, color="#444444")
+    fig.supxlabel("red: the residual stream; orange: LayerNorm (MiniLM: eps 1e-12)",
+                  fontsize=10, color="#444444")
     fig.alt_text = POST_NORM_ALT
     return fig
 
