@@ -10,7 +10,8 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .. import plot
 
-__all__ = ["post_norm_block", "attention_grid", "attention_head", "qk_asymmetry", "head_contributions", "similarity_matrix"]
+__all__ = ["post_norm_block", "attention_grid", "attention_head", "qk_asymmetry", "head_contributions",
+           "similarity_matrix"]
 
 
 def _check_square(weights: torch.Tensor, tokens: Sequence[str], what: str) -> None:
