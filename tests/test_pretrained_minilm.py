@@ -121,3 +121,16 @@ def test_encoder_figures_draw_and_reject_mismatched_shapes():
         figs.qk_asymmetry(torch.rand(12))
     with pytest.raises(ValueError, match="do not fit"):
         figs.similarity_matrix(torch.eye(3), ["x"])
+
+
+def test_post_norm_figure_shows_both_blocks_and_where_the_norms_sit():
+    from beforeqkv.pretrained import figures_encoder as figs
+
+    fig = figs.post_norm_block()
+    drawn = " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize")))
+    for label in ["pre-norm (chapter 8, GPT-2)", "post-norm (BERT, MiniLM)", "x = LN(x + attn(x))",
+                  "x = x + attn(LN(x))", "LayerNorm (norm_attn)", "LayerNorm (norm_mlp)", "MLP  (GELU)",
+                  "no causal mask", "residual stream", "eps 1e-12"]:
+        assert label in drawn, label
+    assert "post-norm" in fig.alt_text and "LN(x + attn(x))" in fig.alt_text
+    assert all(t.get_fontsize() >= 10 for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")))

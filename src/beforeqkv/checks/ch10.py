@@ -1,12 +1,14 @@
-"""Checkers for chapter 10: a real encoder (mean pooling, the post-norm sublayer)."""
+"""Checkers for chapter 10: a real encoder (mean pooling, the post-norm sublayer, the reader's own
+block and encoder running MiniLM, in ``_ch10_minilm``)."""
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
+from ._ch10_minilm import check_minilm_block, check_minilm_encoder  # noqa: F401
 from ._core import compare, register_question
 
-__all__ = ["check_mean_pool", "check_post_norm"]
+__all__ = ["check_mean_pool", "check_post_norm", "check_minilm_block", "check_minilm_encoder"]
 
 
 def _mean_pool(h, mask):

@@ -1,4 +1,4 @@
-"""Figures of chapter 10: a real encoder's heads, their QK asymmetry and OV contributions."""
+"""Figures of chapter 10: the post-norm block, a real encoder's heads, their QK asymmetry and OV writes."""
 from __future__ import annotations
 
 import math
@@ -6,9 +6,12 @@ from typing import Sequence
 
 import torch
 
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
 from .. import plot
 
-__all__ = ["attention_grid", "attention_head", "qk_asymmetry", "head_contributions", "similarity_matrix"]
+__all__ = ["post_norm_block", "attention_grid", "attention_head", "qk_asymmetry", "head_contributions",
+           "similarity_matrix"]
 
 
 def _check_square(weights: torch.Tensor, tokens: Sequence[str], what: str) -> None:
@@ -91,3 +94,83 @@ def similarity_matrix(cosines: torch.Tensor, labels: Sequence[str]):
     for t in fig.axes[0].texts:  # the cosines, legible at the page's width
         t.set_fontsize(9)
     return fig
+
+
+_STREAM, _BOX, _EDGE = plot.COLORS[1], "#dbe9f6", plot.COLORS[0]
+_NORM_FILL, _NORM_EDGE = "#fde6cf", plot.COLORS[3]
+
+
+def _panel(ax, post_norm: bool) -> None:
+    """One block: the residual stream (red, left), attention and MLP, where the norms sit."""
+    ax.set_xlim(-1.3, 4.0)
+    ax.set_axis_off()
+    rx, xc = 0.0, 2.35  # the residual stream, the centre of the sublayers
+
+    def box(y, text, norm=False, w=3.0):
+        ax.add_patch(FancyBboxPatch((xc - w / 2, y - 0.3), w, 0.6, boxstyle="round,pad=0,rounding_size=0.08",
+                                    fc=_NORM_FILL if norm else _BOX, ec=_NORM_EDGE if norm else _EDGE, lw=1.2))
+        ax.text(xc, y, text, ha="center", va="center", fontsize=10)
+
+    def arrow(a, b, color="#444444"):
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=11, color=color, lw=1.2,
+                                     shrinkA=0, shrinkB=0))
+
+    def plus(y):
+        ax.add_patch(FancyBboxPatch((rx - 0.2, y - 0.2), 0.4, 0.4, boxstyle="round,pad=0,rounding_size=0.08",
+                                    fc="white", ec=_STREAM, lw=1.4, zorder=3))
+        ax.text(rx, y, "+", ha="center", va="center", fontsize=11, fontweight="bold", zorder=4)
+
+    ax.text(rx, 0.0, "x", ha="center", va="center", fontsize=11)
+    ax.set_ylim(-0.6, 8.6)
+    attention = "multi-head attention\n(no causal mask)" if post_norm else "causal multi-head\nattention"
+    subs = [(attention, "norm_attn"), ("MLP  (GELU)", "norm_mlp")]
+    y0 = 0.5
+    for k, (name, norm) in enumerate(subs):
+        base = y0 + 3.6 * k
+        if post_norm:  # the sublayer reads the stream itself; the norm sits ON the stream, after the +
+            ax.plot([rx, rx], [base, base + 1.9], color=_STREAM, lw=3)
+            ax.plot([rx, xc - 1.5], [base + 0.35, base + 0.35], color="#444444", lw=1.2)
+            arrow((xc - 1.5, base + 0.35), (xc - 1.5, base + 0.7))
+            box(base + 1.0, name)
+            ax.plot([xc, xc, rx + 0.2], [base + 1.3, base + 1.9, base + 1.9], color="#444444", lw=1.2)
+            plus(base + 1.9)
+            ax.plot([rx, rx], [base + 2.1, base + 2.5], color=_STREAM, lw=3)
+            ax.add_patch(FancyBboxPatch((rx - 1.25, base + 2.5), 2.5, 0.55, boxstyle="round,pad=0,rounding_size=0.08",
+                                        fc=_NORM_FILL, ec=_NORM_EDGE, lw=1.2, zorder=3))
+            ax.text(rx, base + 2.77, f"LayerNorm ({norm})", ha="center", va="center", fontsize=10, zorder=4)
+            ax.plot([rx, rx], [base + 3.05, base + 3.6], color=_STREAM, lw=3)
+        else:  # pre-norm: the norm is on the branch, the stream runs straight through
+            ax.plot([rx, rx], [base, base + 3.6], color=_STREAM, lw=3)
+            ax.plot([rx, xc - 1.5], [base + 0.35, base + 0.35], color="#444444", lw=1.2)
+            arrow((xc - 1.5, base + 0.35), (xc - 1.5, base + 0.7))
+            box(base + 1.0, f"LayerNorm ({norm})", norm=True)
+            arrow((xc, base + 1.3), (xc, base + 1.75))
+            box(base + 2.05, name)
+            ax.plot([xc, xc, rx + 0.2], [base + 2.35, base + 2.95, base + 2.95], color="#444444", lw=1.2)
+            plus(base + 2.95)
+    arrow((rx, y0 + 7.2), (rx, y0 + 7.6), color=_STREAM)
+    ax.text(rx, y0 + 7.8, "x (next block)", ha="center", va="center", fontsize=11)
+    formula = ("x = LN(x + attn(x))\nx = LN(x + mlp(x))" if post_norm else
+               "x = x + attn(LN(x))\nx = x + mlp(LN(x))")
+    ax.text(xc + 1.6, 0.0, formula, ha="right", va="center", fontsize=10, family="monospace")
+    ax.set_title("post-norm (BERT, MiniLM)" if post_norm else "pre-norm (chapter 8, GPT-2)", fontsize=11)
+
+
+def post_norm_block():
+    """Chapter 8's pre-norm block next to BERT's post-norm block: where the LayerNorms sit (chapter 10)."""
+    fig, axes = plot.new_figure(1, 2, figsize=(7.0, 5.6))
+    _panel(axes[0], post_norm=False)
+    _panel(axes[1], post_norm=True)
+    fig.supxlabel("red: the residual stream; orange: LayerNorm (MiniLM: eps 1e-12)",
+                  fontsize=10, color="#444444")
+    fig.alt_text = POST_NORM_ALT
+    return fig
+
+
+POST_NORM_ALT = (
+    "Two block diagrams side by side, each a red residual stream going up from x to the next block "
+    "with two branches, multi-head attention and the GELU MLP, whose outputs are added back with a "
+    "plus. Left, pre-norm (chapter 8, GPT-2): each branch starts with its LayerNorm and the stream "
+    "itself is never normalised, x = x + attn(LN(x)), x = x + mlp(LN(x)). Right, post-norm (BERT, "
+    "MiniLM): each branch reads the stream directly and the LayerNorm sits on the stream right after "
+    "each plus, x = LN(x + attn(x)), x = LN(x + mlp(x)).")
