@@ -1,6 +1,8 @@
 """Sealed prediction answers, written by tools/seal.py: do not edit."""
 # question: (salted PBKDF2-SHA256 of the canonical answer, explanation encrypted under it)
 SEALED = {
+    "ch10_qk_symmetry": {"check": "d58f45ea88b2c89dcaf6b51aa565090762484b53ac04fbcb1504b762ae6ec250",
+        "box": "l4qUUztmhm7W2gvvFN6CGEvA3/SewmuDdwEnigQJbvTTe3aHcNUhOo0DoyA7IHOeNvb4o5V/7KOVkFng9sLys5qykuXyBT8gaLH2wvMOz+cBvTCMWuWoGiEybGi+daALjcMzqup7296XoGbJzvd8JLnnnQyvgdXwhhfpNFa2+Fkf84mIPKVGRIRtnKhQxh8OnwETFUA9HHV9oxEs74NK1esr4CTYAKNOKZr/Pl/BzXNTJzMHjPuvusbdkyk5d/XZcWa+dRZR3NTCsLd33pqkh3eZQ4X6p8+kiigHC6fcg97C3tSV/bvybMX7CiYO2kXTcV2fbzgZxBloIdT5LaFQRW8ziI6933lenTIXInBXrdtW7URNGhsNwR5/83ZZEz6gpXgGs80QLr9EXP4+/d528g9/B02vCynxBnqI8i/nVOEnxzNqxohMicjeJqv1uz5dLcgKFklntVhfZXJRQ/xpWmLg9Dah"},
     "ch10_token_type": {"check": "a107c6b8b398e42d80237e968c3e19c10c4b4a68b7868958ad3a6b42e1c6a840",
         "box": "JxaU/Gk3qwDsEG/GqPXuSetg6X9/WvNiNP+xLxJ2v0gtK7iR/3NFsU+z2l3qWi9x4r0Ag8siAwbZgRP31Uo396hgdqTHHPTjMyFX6EsIT2tQVWXg1ivTdqkcYuyNgvzcrfLA0w02+xIUtAM4Y/5XVEFKlZqDVO4Pb2h2mIeB3JtM+Pho95sC2yahwESeoWgWYdF36HNb63D28vOiB7CzsuD8ArBIjrbt/Jq07BWEvjx+RyjCw4YdU7LqMfG2WZEzSS0r5m4m/nPdu+dF3xggONwg7JGIzhqFCQ4CcHc3nFVgD8NhEXVBiffFXJF/J+aCjiY7UgWmvFnewu78nYYvAH0GN33ZcCsLGuC+igLdbxyYjsr3TJuXi1VSTbqasPTAA5soV7uBH0kt9qp1eqSJP4cWYnzz77aGB47F9SsDXOOhymG95HgySATKYcZOh+X0jLAtjCaYvXV+7Bo0cGfa1551Z9DrYuC9DErJmoiVBL2BYW7SFryJ1N3ytyYj1w+wjwAoXq1XjikOKUuYrQUvm/msvm3Rs1HLC2fFh+HI9zNd4WpjPPrCL4i2U7lP/cro/YhC6pnf5Yo+ZUgBNKctjw=="},
     "ch11_mqa_cache": {"check": "d6a0f8c3f89e0c58e2924d96564eabcc482d1cc02cbda6c77df01e8db77521a4",

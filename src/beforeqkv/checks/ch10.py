@@ -107,3 +107,10 @@ register_question(
          "that contain it; does the LayerNorm after the embeddings remove a vector's direction?",
     reveals=["ch10_type_change"],
 )
+register_question(
+    "ch10_qk_symmetry",
+    choices=["close to symmetric", "close to random", "close to antisymmetric"],
+    hint="does a relation like 'it' -> 'animal', or 'the token before me', read the same both "
+         "ways? Chapter 5: a symmetric A scores i -> j and j -> i alike.",
+    reveals=["ch10_in_band", "ch10_r_min", "ch10_r_median"],
+)
