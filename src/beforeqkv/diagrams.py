@@ -104,9 +104,9 @@ ALT_TEXT = {
         "becomes the slot weight a_u (0.9, 0, 0.6 and 0): slots that do not match get zero. Each "
         "slot weight multiplies the slot's value v_u, a column of W_out; values of slots with "
         "zero weight are drawn faded and add nothing. The read is the sum over u of a_u v_u. A "
-        "note at the bottom: in SwiGLU the slot weight is silu of (W_gate x)_u times (W_in x)_u, "
-        "so slot u's key is row u of W_gate, which decides whether the slot is read, and row u "
-        "of W_in scales it."),
+        "note at the bottom: read the same way, the gated MLP SwiGLU, W_out times silu of W_gate x "
+        "times W_in x elementwise, has as slot u's key row u of W_gate, which decides whether "
+        "the slot is read, while row u of W_in scales it."),
     "block_figure": (
         "A vertical diagram of a pre-norm decoder, bottom to top: token ids, the token embedding "
         "W_E plus position vectors W_pos (chapters 4 and 8), then a block repeated L times: "
@@ -560,8 +560,8 @@ def mlp_memory_figure():
             color="#333333")
     ax.add_patch(FancyBboxPatch((0.1, -0.7), 9.8, 1.45, boxstyle="round,pad=0,rounding_size=0.1",
                                 fc=FILL[BLUE], ec=BLUE, lw=1.0))
-    for y, line in [(0.45, "SwiGLU: $a_u = \\operatorname{silu}(W_\\mathrm{gate}\\,x)_u\\,"
-                           "(W_\\mathrm{in}\\,x)_u$"),
+    for y, line in [(0.45, "SwiGLU, $W_\\mathrm{out}(\\operatorname{silu}(W_\\mathrm{gate}\\,x) \\odot "
+                           "W_\\mathrm{in}\\,x)$, read as slots:"),
                     (0.0, "slot $u$'s key $k_u$ is row $u$ of $W_\\mathrm{gate}$: "
                           "it decides whether the slot is read;"),
                     (-0.42, "row $u$ of $W_\\mathrm{in}$ scales it (in a plain MLP, "
