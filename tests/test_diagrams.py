@@ -7,8 +7,8 @@ from matplotlib.figure import Figure
 
 from beforeqkv import diagrams
 
-ALL = ["memory_figure", "mixing_figure", "symmetry_figure", "heads_figure", "block_figure",
-       "argument_map"]
+ALL = ["memory_figure", "mixing_figure", "symmetry_figure", "heads_figure",
+       "multihead_figure", "scale_figure", "block_figure", "mlp_memory_figure", "argument_map"]
 
 
 def texts(fig):
@@ -78,6 +78,42 @@ def test_heads_figure_names_the_per_head_maps():
     assert "$W_V^3$" in s and "$W_O^3$" in s and "3 heads" in s and "$T^2 d^2$" in s
 
 
+def test_multihead_figure_follows_x_through_heads_to_W_O_with_shapes():
+    s = joined(diagrams.multihead_figure())
+    for part in ["$q_i = W_Q\\, x_i$", "$k_j = W_K\\, x_j$", "$v_j = W_V\\, x_j$", "split into",
+                 "\\sqrt{d_\\mathrm{head}}", "\\operatorname{softmax}_j", "weighted sum",
+                 "concatenate the heads", "$y_i = W_O"]:
+        assert part in s, part
+    shapes = [t for t in texts(diagrams.multihead_figure()) if t.startswith("(")]
+    assert shapes == ["(T, d_model)", "(T, n_heads·d_head)", "(n_heads, T, d_head)",
+                      "(n_heads, T, T)", "(n_heads, T, T)", "(n_heads, T, d_head)",
+                      "(T, n_heads·d_head)", "(T, d_model)"]
+
+
+def test_scale_figure_spread_grows_like_sqrt_d_and_the_unscaled_softmax_saturates():
+    fig = diagrams.scale_figure(d_heads=(16, 256, 1024))
+    s = joined(fig)
+    assert "$d_\\mathrm{head} = 1024$" in s and "saturated" in s and "spread 1" in s
+    for ax, want in [(fig.axes[0], [4, 16, 32]), (fig.axes[1], [1, 1, 1])]:
+        peaks = [line.get_ydata().max() for line in ax.lines]     # 1 / (sqrt(2 pi) spread)
+        spreads = [1 / (np.sqrt(2 * np.pi) * p) for p in peaks]
+        np.testing.assert_allclose(spreads, want, rtol=0.02)
+    unscaled, scaled = ([b.get_height() for b in ax.patches] for ax in fig.axes[2:])
+    assert max(unscaled) > 0.99 and max(scaled) < 0.5
+    np.testing.assert_allclose([sum(unscaled), sum(scaled)], 1.0, rtol=1e-6)
+
+
+def test_mlp_memory_figure_reads_keys_from_W_in_values_from_W_out_and_gates_swiglu():
+    s = joined(diagrams.mlp_memory_figure())
+    for part in ["rows of $W_\\mathrm{in}$", "columns of $W_\\mathrm{out}$", "$k_m$", "$v_m$",
+                 "\\operatorname{relu}", "$\\sum_u a_u v_u$", "d_\\mathrm{mlp}",
+                 "row $u$ of $W_\\mathrm{gate}$", "scales it"]:
+        assert part in s, part
+    shown = [float(t.replace("−", "-")) for t in texts(diagrams.mlp_memory_figure())
+             if t.startswith(("+", "−"))]
+    assert shown == diagrams.SLOT_MATCH
+
+
 def test_block_figure_labels_every_part_with_a_chapter():
     s = joined(diagrams.block_figure())
     for part in ["LayerNorm", "causal multi-head attention", "MLP", "$W_U$", "residual"]:
@@ -108,7 +144,9 @@ def test_preface_states_the_same_argument_map():
                                   lambda: diagrams.memory_figure(n_tokens=3.0),
                                   lambda: diagrams.mixing_figure(focus=9),
                                   lambda: diagrams.heads_figure(n_heads=0),
-                                  lambda: diagrams.heads_figure(n_tokens=20)])
+                                  lambda: diagrams.heads_figure(n_tokens=20),
+                                  lambda: diagrams.scale_figure(d_heads=(16, 0, 64)),
+                                  lambda: diagrams.scale_figure(d_heads=(16,))])
 def test_bad_sizes_raise_value_error(call):
     with pytest.raises(ValueError):
         call()
@@ -130,3 +168,6 @@ def test_chapter_cells_that_draw_a_diagram_carry_its_alt_text_and_a_caption():
                     assert meta["mystnb"]["figure"]["caption"], (path.name, name)
                     found[name] = path.name
     assert set(found) == set(ALL) - {"argument_map"}, found
+    assert found["multihead_figure"] == "06_values_heads.ipynb"
+    assert found["scale_figure"] == "07_scaling.ipynb"
+    assert found["mlp_memory_figure"] == "09_mlp_memory.ipynb"

@@ -13,7 +13,8 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from .plot import COLORS, new_figure
 
 __all__ = ["memory_figure", "mixing_figure", "symmetry_figure", "heads_figure",
-           "block_figure", "argument_map", "ARGUMENT", "ALT_TEXT", "MIN_FONT", "MAX_WIDTH"]
+           "multihead_figure", "scale_figure", "block_figure", "mlp_memory_figure",
+           "argument_map", "ARGUMENT", "ALT_TEXT", "MIN_FONT", "MAX_WIDTH"]
 
 MIN_FONT, MAX_WIDTH = 10, 7.0  # pt, inches
 FONT = 11
@@ -75,6 +76,37 @@ ALT_TEXT = {
         "head h has one T by T grid of scalar weights a^h_ij and one shared low-rank map, a thin "
         "W_V^h (d_head by d) followed by a narrow W_O^h (d by d_head), so that M_ij is the sum "
         "over heads of a^h_ij W_O^h W_V^h."),
+    "multihead_figure": (
+        "A top-to-bottom flow chart of multi-head attention, with the shape of the tensor after "
+        "each step in a column on the right, for one sequence of T tokens. The token vectors x, "
+        "shape (T, d_model), go through three maps: queries q_i = W_Q x_i, keys k_j = W_K x_j and "
+        "values v_j = W_V x_j, each of shape (T, n_heads times d_head). Each is split into heads, "
+        "shape (n_heads, T, d_head), drawn as a stack of cards, one per head. Inside a dashed box "
+        "marked each head on its own, in parallel: the queries and keys of head h give the scores "
+        "s^h_ij = q^h_i dot k^h_j divided by the square root of d_head, shape (n_heads, T, T); a "
+        "softmax over the keys j turns them into the weights a^h_ij, same shape; the weights and "
+        "the values give the weighted sum r^h_i = sum over j of a^h_ij v^h_j, shape (n_heads, T, "
+        "d_head). The heads are concatenated, shape (T, n_heads times d_head), and W_O maps the "
+        "result back to the output y_i, shape (T, d_model)."),
+    "scale_figure": (
+        "Four panels. Top left: the distribution of the unscaled score q dot k for random "
+        "queries and keys with unit-variance components, drawn for d_head = 16, 256 and 1024: "
+        "bell curves centred on zero whose spread, the square root of d_head, grows from 4 to 32. "
+        "Top right: the same scores divided by the square root of d_head; the three curves lie "
+        "on top of each other with spread 1. Bottom left: the softmax of one query's scores "
+        "against 8 keys at d_head = 1024 without the scale: one bar at about 1, the others at "
+        "zero, a saturated softmax. Bottom right: the same query and keys with the scale: the "
+        "weight is shared among several keys."),
+    "mlp_memory_figure": (
+        "The MLP drawn as a key-value memory, left to right. The input x is matched against the "
+        "keys k_1, k_2, k_3, ..., k_m, the rows of W_in, one per slot, with m = d_mlp slots. "
+        "Each match k_u dot x plus b_u (here +0.9, -0.4, +0.6 and -1.2) goes through a relu and "
+        "becomes the slot weight a_u (0.9, 0, 0.6 and 0): slots that do not match get zero. Each "
+        "slot weight multiplies the slot's value v_u, a column of W_out; values of slots with "
+        "zero weight are drawn faded and add nothing. The read is the sum over u of a_u v_u. A "
+        "note at the bottom: read the same way, the gated MLP SwiGLU, W_out times silu of W_gate x "
+        "times W_in x elementwise, has as slot u's key row u of W_gate, which decides whether "
+        "the slot is read, while row u of W_in scales it."),
     "block_figure": (
         "A vertical diagram of a pre-norm decoder, bottom to top: token ids, the token embedding "
         "W_E plus position vectors W_pos (chapters 4 and 8), then a block repeated L times: "
@@ -299,6 +331,119 @@ def heads_figure(n_heads: int = 2, n_tokens: int = 4):
     return _done(fig, "heads_figure")
 
 
+def _stack(ax, x, y, text, w, h, color, depth=2, dx=0.09, dy=0.09):
+    """A box with ``depth`` copies behind it: one card per head."""
+    for k in range(depth, 0, -1):
+        ax.add_patch(FancyBboxPatch((x - w / 2 + k * dx, y - h / 2 + k * dy), w, h, lw=1.0,
+                                    boxstyle="round,pad=0,rounding_size=0.08",
+                                    fc=FILL[color], ec=color, alpha=0.7))
+    return _box(ax, x, y, text, w=w, h=h, color=color)
+
+
+MHA_SHAPES = [  # (y, shape of the tensor this row produces, for one sequence)
+    (9.35, "(T, d_model)"),
+    (8.05, "(T, n_heads·d_head)"),
+    (6.75, "(n_heads, T, d_head)"),
+    (5.45, "(n_heads, T, T)"),
+    (4.15, "(n_heads, T, T)"),
+    (2.85, "(n_heads, T, d_head)"),
+    (1.55, "(T, n_heads·d_head)"),
+    (0.35, "(T, d_model)"),
+]
+
+
+def multihead_figure():
+    """The data flow of multi-head attention, with the shape after each step (chapter 6)."""
+    fig, axes = _canvas((7.0, 7.6), (0, 10), (-0.15, 10.0))
+    ax = axes[0, 0]
+    xq, xk, xv, bw, bh = 1.25, 3.45, 5.65, 2.0, 0.62
+    ax.text(8.75, 9.85, "shape", ha="center", va="center", fontsize=FONT, color=GREY,
+            fontweight="bold")
+    for y, shape in MHA_SHAPES:
+        ax.text(8.75, y, shape, ha="center", va="center", fontsize=MIN_FONT,
+                family="monospace", color="#333333")
+    ax.add_patch(FancyBboxPatch((0.05, 2.3), 6.85, 5.05, boxstyle="round,pad=0,rounding_size=0.15",
+                                fc="none", ec=GREY, ls="--", lw=1.2))
+    ax.text(0.2, 2.85, "each head $h$\non its own,\nin parallel", fontsize=MIN_FONT,
+            color=GREY, va="center")
+    _box(ax, xk, 9.35, "$x_i$: the $T$ token vectors", w=4.2, h=bh, color=GREY)
+    for xc, name, vec, idx in [(xq, "Q", "q", "i"), (xk, "K", "k", "j"), (xv, "V", "v", "j")]:
+        _arrow(ax, (xk + (xc - xk) * 0.4, 9.04), (xc, 8.05 + bh / 2))
+        _box(ax, xc, 8.05, f"${vec}_{idx} = W_{name}\\, x_{idx}$", w=bw, h=bh,
+             color=ORANGE if name != "V" else GREEN)
+        _arrow(ax, (xc, 8.05 - bh / 2), (xc, 6.75 + bh / 2 + 0.18))
+        _stack(ax, xc, 6.75, f"${vec}^h_{idx}$", w=1.2, h=bh,
+               color=ORANGE if name != "V" else GREEN)
+    ax.text((xq + xk) / 2, 7.5, "split into\nheads", fontsize=MIN_FONT, color="#333333",
+            ha="center", va="center")
+    xs = (xq + xk) / 2
+    for xc in (xq, xk):
+        _arrow(ax, (xc, 6.75 - bh / 2), (xs + (xc - xs) * 0.5, 5.45 + bh / 2 + 0.18))
+    _stack(ax, xs, 5.45, "$s^h_{ij} = q^h_i \\cdot k^h_j \\,/\\, \\sqrt{d_\\mathrm{head}}$",
+           w=3.9, h=bh, color=BLUE)
+    ax.text(xs + 2.1, 5.95, "scores", fontsize=MIN_FONT, color=BLUE, ha="left")
+    _arrow(ax, (xs, 5.45 - bh / 2), (xs, 4.15 + bh / 2 + 0.18))
+    _stack(ax, xs, 4.15, "$a^h_{ij} = \\operatorname{softmax}_j(s^h_{ij})$", w=3.9, h=bh,
+           color=BLUE)
+    ax.text(xs + 2.1, 4.65, "weights", fontsize=MIN_FONT, color=BLUE, ha="left")
+    xr = (xs + xv) / 2 + 0.3
+    _arrow(ax, (xs, 4.15 - bh / 2), (xr - 0.9, 2.85 + bh / 2 + 0.18))
+    _arrow(ax, (xv, 6.75 - bh / 2), (xr + 1.2, 2.85 + bh / 2 + 0.18), color=GREEN)
+    ax.text(xv + 0.12, 4.8, "values", fontsize=MIN_FONT, color=GREEN, ha="left")
+    _stack(ax, xr, 2.85, "$r^h_i = \\sum_j a^h_{ij}\\, v^h_j$: weighted sum", w=4.4, h=bh,
+           color=GREEN)
+    _arrow(ax, (xr, 2.85 - bh / 2), (xr, 1.55 + bh / 2))
+    _box(ax, xr, 1.55, "concatenate the heads: $[r^1_i \\cdots r^H_i]$", w=4.8, h=bh,
+         color=GREY)
+    _arrow(ax, (xr, 1.55 - bh / 2), (xr, 0.35 + bh / 2))
+    _box(ax, xr, 0.35, "$y_i = W_O\\, [r^1_i \\cdots r^H_i]$", w=4.8, h=bh, color=RED)
+    return _done(fig, "multihead_figure")
+
+
+def scale_figure(d_heads=(16, 256, 1024), seed=0):
+    """The spread of q·k grows like sqrt(d_head); dividing by it keeps the softmax soft (chapter 7)."""
+    if len(d_heads) != 3 or any(not isinstance(d, int) or d < 1 for d in d_heads):
+        raise ValueError(f"d_heads must be three positive ints, got {d_heads!r}")
+    fig, axes = new_figure(2, 2, figsize=(7.0, 6.0), height_ratios=[1.15, 1])
+    fig.subplots_adjust(hspace=0.62, wspace=0.3, top=0.9, bottom=0.1, left=0.1, right=0.97)
+    colors, styles = [BLUE, ORANGE, RED], ["-", "--", ":"]
+    big = max(d_heads)
+    lim = 3.6 * np.sqrt(big)
+    for col, scaled in enumerate((False, True)):
+        ax = axes[0, col]
+        for d, c, ls in zip(d_heads, colors, styles):
+            sd = 1.0 if scaled else np.sqrt(d)
+            s = np.linspace(-lim if not scaled else -4.2, lim if not scaled else 4.2, 400)
+            ax.plot(s, np.exp(-s**2 / (2 * sd**2)) / (sd * np.sqrt(2 * np.pi)), color=c, lw=2,
+                    label=f"$d_\\mathrm{{head}} = {d}$", ls="-" if not scaled else ls)
+        ax.set_yticks([])
+        ax.tick_params(labelsize=MIN_FONT)
+        if scaled:
+            ax.set_title("scaled: $q \\cdot k / \\sqrt{d_\\mathrm{head}}$,\nspread 1 for every width",
+                         fontsize=FONT)
+            ax.set_xlabel("score", fontsize=FONT)
+        else:
+            ax.set_title("unscaled: $q \\cdot k$, spread $\\sqrt{d_\\mathrm{head}}$",
+                         fontsize=FONT)
+            ax.set_xlabel("score", fontsize=FONT)
+            ax.legend(fontsize=MIN_FONT, frameon=False, loc="upper left")
+    z = np.random.default_rng(seed).normal(size=8)      # one query against 8 keys, spread 1
+    for col, scaled in enumerate((False, True)):
+        ax = axes[1, col]
+        s = z if scaled else z * np.sqrt(big)
+        a = np.exp(s - s.max())
+        a = a / a.sum()
+        ax.bar(range(1, 9), a, color=GREEN if scaled else RED)
+        ax.set_ylim(0, 1.05)
+        ax.set_xticks(range(1, 9), [str(j) for j in range(1, 9)], fontsize=MIN_FONT)
+        ax.tick_params(labelsize=MIN_FONT)
+        ax.set_xlabel("key $j$", fontsize=FONT)
+        ax.set_ylabel("weight $a_j$", fontsize=FONT)
+        what = "soft: weight to share" if scaled else "saturated: one key takes all"
+        ax.set_title(f"softmax at $d_\\mathrm{{head}} = {big}$,\n{what}", fontsize=FONT)
+    return _done(fig, "scale_figure")
+
+
 BLOCK_PARTS = [  # (y, text, colour, chapters) from bottom to top
     (0.5, "token ids", GREY, ""),
     (1.5, "$W_E$[token] + $W_\\mathrm{pos}$[t]", GREY, "ch. 4, 8"),
@@ -372,3 +517,54 @@ def _wrap(text, width=34):
         else:
             line = f"{line} {word}".strip()
     return "\n".join(lines + [line])
+
+
+SLOT_MATCH = [0.9, -0.4, 0.6, -1.2]   # k_u . x + b_u of the slots drawn (1, 2, 3, m)
+
+
+def mlp_memory_figure():
+    """The MLP read as a key-value memory: keys are rows of W_in, values columns of W_out (chapter 9)."""
+    fig, axes = _canvas((7.0, 5.6), (0, 10), (-0.75, 6.3))
+    ax = axes[0, 0]
+    names = ["1", "2", "3", "m"]
+    ys = [4.75, 3.95, 3.15, 1.85]
+    ymid = (ys[0] + ys[-1]) / 2
+    xk, xm, xa, xv, xr = 2.1, 3.5, 5.0, 6.9, 8.95     # keys, match, weights, values, read
+    heads = [(xk, "keys $k_u$:\nrows of $W_\\mathrm{in}$"), (xm, "match\n$k_u \\cdot x + b_u$"),
+             (xa, "slot weight\n$a_u = \\operatorname{relu}(\\cdot)$"),
+             (xv, "values $v_u$:\ncolumns of $W_\\mathrm{out}$"), (xr, "read")]
+    for xc, text in heads:
+        ax.text(xc, 5.75, text, ha="center", va="center", fontsize=MIN_FONT)
+    _box(ax, 0.6, ymid, "$x$", w=0.8, h=1.1, color=GREY)
+    _box(ax, xr, ymid, "$\\sum_u a_u v_u$", w=1.6, h=0.8, color=GREEN)
+    for name, y, s in zip(names, ys, SLOT_MATCH):
+        a = max(s, 0.0)
+        _arrow(ax, (1.0, ymid + (y - ymid) * 0.25), (xk - 0.45, y), color=GREY)
+        _box(ax, xk, y, f"$k_{name}$", w=0.9, h=0.55, color=ORANGE)
+        ax.text(xm, y, f"{s:+.1f}".replace("-", "−"), ha="center", va="center", fontsize=FONT)
+        x0 = xa - 0.55
+        ax.add_patch(FancyBboxPatch((x0, y - 0.17), 1.2 * a + 0.01, 0.34, boxstyle="square,pad=0",
+                                    fc=ORANGE if a else "none", ec=ORANGE))
+        ax.text(x0 + 1.2 * a + 0.1, y, f"{a:.1f}", va="center", fontsize=MIN_FONT,
+                color="black" if a else GREY)
+        _box(ax, xv, y, f"$v_{name}$", w=0.9, h=0.55, color=GREEN, faded=not a)
+        end = (xr - 0.8, ymid + (y - ymid) * 0.3)
+        if a:
+            _arrow(ax, (xv + 0.45, y), end, color=GREEN, lw=0.8 + 3 * a)
+        else:
+            ax.plot([xv + 0.45, end[0]], [y, end[1]], color="#cccccc", lw=0.8, ls=":")
+    for xc in (xk, xm, xv):
+        ax.text(xc, 2.55, "⋮", ha="center", va="center", fontsize=14)
+    ax.text(4.6, 1.2, "slots $u = 1, \\dots, m$ with $m = d_\\mathrm{mlp}$; a slot that does not "
+            "match gets $a_u = 0$ and adds nothing", ha="center", va="center", fontsize=MIN_FONT,
+            color="#333333")
+    ax.add_patch(FancyBboxPatch((0.1, -0.7), 9.8, 1.45, boxstyle="round,pad=0,rounding_size=0.1",
+                                fc=FILL[BLUE], ec=BLUE, lw=1.0))
+    for y, line in [(0.45, "SwiGLU, $W_\\mathrm{out}(\\operatorname{silu}(W_\\mathrm{gate}\\,x) \\odot "
+                           "W_\\mathrm{in}\\,x)$, read as slots:"),
+                    (0.0, "slot $u$'s key $k_u$ is row $u$ of $W_\\mathrm{gate}$: "
+                          "it decides whether the slot is read;"),
+                    (-0.42, "row $u$ of $W_\\mathrm{in}$ scales it (in a plain MLP, "
+                            "row $u$ of $W_\\mathrm{in}$ is the key)")]:
+        ax.text(5.0, y, line, ha="center", va="center", fontsize=MIN_FONT)
+    return _done(fig, "mlp_memory_figure")
