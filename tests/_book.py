@@ -136,3 +136,17 @@ def reader_problems(reader, source):
         elif "<details>" not in cell.source and not cell.source.startswith("### Answer to exercise"):
             problems.append(f"an answer in view: {cell.source[:40]!r}")
     return problems
+
+
+def all_solution_lines(nb):
+    """Every non-trivial line inside a solution block (predictions included) or a model answer
+    of an instructor's notebook: none may show in a student's version."""
+    student = _tools()
+    import assignments
+    lines = set()
+    for cell in nb.cells:
+        for m in student.BLOCK.finditer(cell.source):
+            lines |= {ln.strip() for ln in m.group(2).splitlines()}
+        for m in assignments.DETAILS.finditer(cell.source):
+            lines |= {ln.strip() for ln in m.group(1).splitlines()}
+    return {ln for ln in lines if len(ln) > 12 and not ln.startswith("#")}

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from _book import BOOK, CHAPTERS, ROOT
+from _book import BOOK, CHAPTERS, ROOT, all_solution_lines
 
 sys.path.insert(0, str(ROOT / "tools"))
 import assignments  # noqa: E402
@@ -35,17 +35,6 @@ def _glue_names(nb):
 
 def _fake_values(nb):
     return {name: 0.5 for name in _glue_names(nb)}
-
-
-def _solution_lines(nb):
-    """Every non-trivial line inside a solution block or a model answer of the instructor's notebook."""
-    lines = set()
-    for cell in nb.cells:
-        for m in student.BLOCK.finditer(cell.source):
-            lines |= {ln.strip() for ln in m.group(2).splitlines()}
-        for m in assignments.DETAILS.finditer(cell.source):
-            lines |= {ln.strip() for ln in m.group(1).splitlines()}
-    return {ln for ln in lines if len(ln) > 12 and not ln.startswith("#")}
 
 
 def _visible_lines(nb):
@@ -78,7 +67,7 @@ def test_every_check_is_a_graded_cell_right_after_its_answer():
 def test_student_versions_hold_no_line_of_a_solution_or_model_answer():
     for path in CHAPTERS:
         nb = nbformat.read(path, as_version=4)
-        leaked = _solution_lines(nb) & _visible_lines(student.student_version(nb))
+        leaked = all_solution_lines(nb) & _visible_lines(student.student_version(nb))
         assert not leaked, (path.name, leaked)
 
 
@@ -191,7 +180,7 @@ def test_release_notebooks_hold_no_solution_and_no_raw_myst(released):
     for path in CHAPTERS:
         _, release = released[path.name]
         nb = nbformat.read(path, as_version=4)
-        leaked = _solution_lines(nb) & _visible_lines(release)
+        leaked = all_solution_lines(nb) & _visible_lines(release)
         assert not leaked, (path.name, leaked)
         text = "\n".join(c.source for c in release.cells)
         assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text and "BEFOREQKV_GRADING" not in text

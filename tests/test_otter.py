@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from _book import BOOK, CHAPTERS, ROOT
+from _book import BOOK, CHAPTERS, ROOT, all_solution_lines
 
 sys.path.insert(0, str(ROOT / "tools"))
 import assignments  # noqa: E402
@@ -35,17 +35,6 @@ def _source(path):
     names = {m.group(1) for c in nb.cells if c.cell_type == "markdown"
              for m in re.finditer(r"\{glue:?\w*\}`(\w+)", c.source)}
     return assignments.source_version(nb, {n: 0.5 for n in names}, BIB, export_reader.chapter_of(path))
-
-
-def _solution_lines(nb):
-    """Every non-trivial line of a solution block or a model answer in the instructor's notebook."""
-    lines = set()
-    for cell in nb.cells:
-        for m in student.BLOCK.finditer(cell.source):
-            lines |= {ln.strip() for ln in m.group(2).splitlines()}
-        for m in assignments.DETAILS.finditer(cell.source):
-            lines |= {ln.strip() for ln in m.group(1).splitlines()}
-    return {ln for ln in lines if len(ln) > 12 and not ln.startswith("#")}
 
 
 def _blocks(nb):
@@ -157,7 +146,7 @@ def _grade(built, notebook, tmp_path):
 
 def test_the_student_notebook_holds_no_solution_and_no_prediction_answer(built):
     nb = nbformat.read(built / "assignments" / "otter" / SMALL.name, as_version=4)
-    leaked = _solution_lines(nbformat.read(SMALL, as_version=4)) & {
+    leaked = all_solution_lines(nbformat.read(SMALL, as_version=4)) & {
         ln.strip() for c in nb.cells for ln in c.source.splitlines()}
     assert not leaked, leaked
     text = "\n".join(c.source for c in nb.cells)
