@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import assignments  # noqa: E402
 import export_reader  # noqa: E402
 import otter_assign  # noqa: E402
-import student  # noqa: E402
 
 SMALL = BOOK / "03_red_connections.ipynb"
 BIB = export_reader.bib_entries(BOOK / "references.bib")
