@@ -9,7 +9,7 @@
   host gets a build warning, which `-W` (make site) turns into an error.
 * Every button of a chapter opens its reader notebook (tools/export_reader.py: no raw
   MyST, no solution in view), never the author's source: Colab and Binder open
-  ``book/NN_x.ipynb`` on the branch named by ``bqkv_notebooks_branch`` (``_config.yml``,
+  ``notebooks/NN_x.ipynb`` (``bqkv_notebooks_dir``) on the branch named by ``bqkv_notebooks_branch`` (``_config.yml``,
   published by .github/workflows/book.yml), built from ``repository.url``; the download
   button's ``.ipynb`` is the copy ``make site`` puts in ``bqkv_notebooks_dir`` of the site.
 * Figures are numbered per chapter, "Figure 5.2" for chapter 5's second figure (Sphinx
@@ -71,7 +71,8 @@ def repository(app) -> tuple[str, str]:
 def launch_urls(app, pagename: str) -> dict[str, str]:
     """{"Colab": url, "Binder": url} of a chapter's reader notebook on the notebooks branch."""
     org, repo = repository(app)
-    branch, path = app.config.bqkv_notebooks_branch, f"{pagename}.ipynb"
+    branch = app.config.bqkv_notebooks_branch
+    path = f"{app.config.bqkv_notebooks_dir}/{pagename.split('/')[-1]}.ipynb"
     opts = app.config.html_theme_options.get("launch_buttons", {})
     colab = opts.get("colab_url", "https://colab.research.google.com").rstrip("/")
     binder = opts.get("binderhub_url", "https://mybinder.org").rstrip("/")

@@ -118,7 +118,10 @@ def test_the_notebooks_branch_holds_the_reader_notebooks_and_a_light_binder(read
     out = tmp_path / "branch"
     written = notebooks_branch.assemble(reader, out, ref="abc123")
     assert [p.name for p in written] == [p.name for p in CHAPTERS]
-    assert all((out / "book" / p.name).read_bytes() == (reader / p.name).read_bytes() for p in CHAPTERS)
+    folder = notebooks_branch.config()["sphinx"]["config"]["bqkv_notebooks_dir"]
+    assert folder == "notebooks"  # the folder the buttons open (tests/test_site.py), not book/
+    assert all((out / folder / p.name).read_bytes() == (reader / p.name).read_bytes() for p in CHAPTERS)
+    assert not (out / "book").exists()
     reqs = (out / "binder" / "requirements.txt").read_text().splitlines()
     url = notebooks_branch.config()["repository"]["url"].rstrip("/")
     assert f"beforeqkv @ git+{url}@abc123" in reqs and "." not in reqs

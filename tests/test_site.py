@@ -137,7 +137,7 @@ def expected_launch_urls(chapter):
     org, repo = re.match(r"https://github\.com/([^/]+)/([^/]+)", config["repository"]["url"]).groups()
     branch = config["sphinx"]["config"]["bqkv_notebooks_branch"]
     ui = {"classic": "tree", "jupyterlab": "lab/tree"}[config["launch_buttons"]["notebook_interface"]]
-    path = f"book/{chapter.name}"
+    path = f"{config['sphinx']['config']['bqkv_notebooks_dir']}/{chapter.name}"
     return {"colab": f"https://colab.research.google.com/github/{org}/{repo}/blob/{branch}/{path}",
             "binder": f"https://mybinder.org/v2/gh/{org}/{repo}/{branch}?urlpath={ui}/{path}"}
 

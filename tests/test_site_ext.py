@@ -67,8 +67,8 @@ class _App:
 
 def test_launch_urls_open_the_notebooks_branch():
     assert bqkv_site.launch_urls(_App, "book/05_x") == {
-        "Colab": "https://colab.research.google.com/github/org/repo/blob/notebooks/book/05_x.ipynb",
-        "Binder": "https://mybinder.org/v2/gh/org/repo/notebooks?urlpath=tree/book/05_x.ipynb"}
+        "Colab": "https://colab.research.google.com/github/org/repo/blob/notebooks/notebooks/05_x.ipynb",
+        "Binder": "https://mybinder.org/v2/gh/org/repo/notebooks?urlpath=tree/notebooks/05_x.ipynb"}
 
 
 def test_the_theme_buttons_of_a_chapter_are_rewritten_and_other_pages_left_alone():
@@ -82,8 +82,8 @@ def test_the_theme_buttons_of_a_chapter_are_rewritten_and_other_pages_left_alone
     download, launch = ctx["header_buttons"]
     assert download["buttons"][0]["url"] == "../notebooks/05_x.ipynb"
     assert [b["url"] for b in launch["buttons"]] == [
-        "https://mybinder.org/v2/gh/org/repo/notebooks?urlpath=tree/book/05_x.ipynb",
-        "https://colab.research.google.com/github/org/repo/blob/notebooks/book/05_x.ipynb"]
+        "https://mybinder.org/v2/gh/org/repo/notebooks?urlpath=tree/notebooks/05_x.ipynb",
+        "https://colab.research.google.com/github/org/repo/blob/notebooks/notebooks/05_x.ipynb"]
     other = {"header_buttons": buttons(), "pathto": ctx["pathto"]}
     bqkv_site._reader_buttons(_App, "book/notation", "page.html", other, None)
     assert other["header_buttons"] == buttons()
