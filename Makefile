@@ -1,11 +1,12 @@
 # Before Q, K, and V: one command to build the book, one to test it.
 #   make book   set up .venv, execute every chapter once, build _build/html (zero warnings)
-#   make test   set up .venv, run the unit tests and execute every chapter with nbmake
+#   make test   set up .venv, lint (ruff), run the unit tests and execute every chapter with nbmake
 #   make bench  time every chapter (budget: 60 s each on a 2-core CPU)
 #   make bench-attention  time attention (teaching, fast, torch) -> _build/bench/attention.csv
 #   make gpu-check  on a CUDA machine: unit tests, every chapter and both benchmarks on the GPU
 #   make notebooks-branch  after make site: the notebooks branch (reader notebooks) in _build/
 #   make test-site  open every built page in headless Chromium, offline (after make book)
+#   make lint   ruff over src/, tools/, tests/, _ext/ and every notebook (pyproject.toml, book/ruff.toml)
 #   make dist   build the wheel and sdist into dist/ and check them with twine
 #   make test-colab  simulate Colab: bare venv, one chapter alone, install from dist/
 SHELL := /bin/bash
@@ -22,7 +23,7 @@ JB_FLAGS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export BEFOREQKV_PROGRESS ?= 0
 
-.PHONY: install book test unit execute site notebooks-branch bench bench-attention gpu-check student strip clean help vendor test-site dist test-colab
+.PHONY: lint install book test unit execute site notebooks-branch bench bench-attention gpu-check student strip clean help vendor test-site dist test-colab
 
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
@@ -40,6 +41,9 @@ $(STAMP): pyproject.toml requirements.txt requirements-data.txt requirements-rea
 
 install: $(STAMP)
 
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider --junitxml=_build/junit-unit.xml
 
@@ -53,7 +57,7 @@ execute: $(STAMP)
 	  ../$(BIN)/python -m pytest --nbmake --overwrite book -q -p no:cacheprovider \
 	  --durations=0 --junitxml=../_build/junit-notebooks.xml -o testpaths=book -o addopts=""
 
-test: unit execute
+test: lint unit execute
 	@$(BIN)/python tools/junit_summary.py _build/junit-unit.xml _build/junit-notebooks.xml
 
 # Scripts the site serves itself (MathJax): pinned npm tarballs, integrity-checked, cached.

@@ -109,7 +109,7 @@ def _number_figures_per_chapter(app, env):
     collector at the default priority) as (chapter, n) in page order."""
     for docname, kinds in env.toc_fignumbers.items():
         chapter = chapter_number(docname)
-        for figtype, numbers in kinds.items():
+        for numbers in kinds.values():
             order = sorted(numbers, key=lambda fid: numbers[fid])
             for i, fid in enumerate(order, start=1):
                 numbers[fid] = (chapter, i) if chapter is not None else (i,)

@@ -39,7 +39,7 @@ def test_chapter_follows_the_skeleton(path):
     number = int(path.name[:2])
     first = nb.cells[0]
     assert first.cell_type == "markdown"
-    assert re.search(rf"^\(ch-[a-z0-9-]+\)=\s*$", first.source, re.M), "title cell needs a (ch-slug)= label"
+    assert re.search(r"^\(ch-[a-z0-9-]+\)=\s*$", first.source, re.M), "title cell needs a (ch-slug)= label"
     assert re.search(rf"^# {number} · \S", first.source, re.M), f"title must read '# {number} · ...'"
     assert "Runs on a CPU in about" in first.source
     colab = nb.cells[1]

@@ -127,7 +127,8 @@ def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
         return plot.lines([0, 1], {"y": [0, n]}, title=f"n = {n}", figsize=(3, 2))
 
     good = widgets.static_explorer(draw, dict(n=(1, 3, 1)), 10)._repr_html_()
-    frozen = good.replace("img.src = d.images", "void d.images").replace(good[good.index("bqkv-explorer-"):][:26], "bqkv-explorer-frozen")
+    explorer_id = good[good.index("bqkv-explorer-"):][:26]
+    frozen = good.replace("img.src = d.images", "void d.images").replace(explorer_id, "bqkv-explorer-frozen")
     (tmp_path / "page.html").write_text(
         "<html><head><script src='https://cdn.example.org/x.js'></script></head><body>"
         "<p>raw $$x^2$$ here</p><img src='missing.png'>"

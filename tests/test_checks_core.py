@@ -1,7 +1,6 @@
 """The checker machinery: modes (lenient, strict, graded), natural answers, no leaked answers."""
 import importlib.util
 import json
-import re
 from pathlib import Path
 
 import pytest

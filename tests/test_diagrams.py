@@ -128,7 +128,7 @@ def test_block_figure_labels_every_part_with_a_chapter():
 
 def test_argument_map_has_every_chapter_pressure_and_fix():
     s = joined(diagrams.argument_map())
-    for n, _, pressure, fix in diagrams.ARGUMENT:
+    for _n, _, pressure, fix in diagrams.ARGUMENT:
         assert pressure.split()[-1] in s and fix.split()[0] in s
     assert [n for n, *_ in diagrams.ARGUMENT] == list(range(1, 10))
 

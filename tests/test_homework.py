@@ -281,7 +281,8 @@ def test_in_a_kernel_a_failed_check_raises_only_in_the_instructors_notebook(with
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell(f"import torch\nfrom beforeqkv import checks\n\ndef my_mask(T):\n{body}"),
         nbformat.v4.new_code_cell("checks.check_causal_mask(my_mask)"),
-        nbformat.v4.new_code_cell(f"{begin}\nanswer = 2\n{end}\nchecks.check_prediction('ch6_one_head_routings', answer)"),
+        nbformat.v4.new_code_cell(
+            f"{begin}\nanswer = 2\n{end}\nchecks.check_prediction('ch6_one_head_routings', answer)"),
         nbformat.v4.new_code_cell("print('the end')"),
     ])
     client = NotebookClient(nb, timeout=120, kernel_name="python3")

@@ -83,7 +83,8 @@ def test_the_autograder_installs_torch_cpu_and_the_wheel_it_carries():
     req = otter_assign.requirements("beforeqkv-0.1.0-py3-none-any.whl", "2.13.0")
     assert "torch==2.13.0+cpu" in req and otter_assign.TORCH_INDEX in req
     assert "/autograder/source/files/beforeqkv-0.1.0-py3-none-any.whl" in req.splitlines()
-    assert "autograder_files:\n  - beforeqkv-0.1.0-py3-none-any.whl" in otter_assign.config("x", "beforeqkv-0.1.0-py3-none-any.whl")
+    wheel = "beforeqkv-0.1.0-py3-none-any.whl"
+    assert f"autograder_files:\n  - {wheel}" in otter_assign.config("x", wheel)
     pinned = (ROOT / "requirements-otter.txt").read_text()
     assert f"otter-grader=={otter_assign.OTTER_VERSION}" in pinned
 

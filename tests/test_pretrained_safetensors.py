@@ -25,7 +25,8 @@ def write(tensors: dict, metadata=None) -> bytes:
         header["__metadata__"] = metadata
     for name, t in sorted(tensors.items(), key=lambda item: -item[1].element_size()):  # aligned, no gaps
         b = t.contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b""
-        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [len(data), len(data) + len(b)]}
+        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [len(data), len(data) + len(b)]}
         data += b
     return raw(header, data)
 
@@ -141,5 +142,6 @@ def test_the_minilm_file_has_the_tensors_the_loader_expects():
         pytest.skip(str(err))
     header = read_header(path)
     assert header["embeddings.word_embeddings.weight"] == {
-        "dtype": "F32", "shape": [30522, 384], "data_offsets": header["embeddings.word_embeddings.weight"]["data_offsets"]}
+        "dtype": "F32", "shape": [30522, 384],
+        "data_offsets": header["embeddings.word_embeddings.weight"]["data_offsets"]}
     assert sum(1 for k in header if k != "__metadata__") == 104

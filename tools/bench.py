@@ -43,7 +43,7 @@ def main() -> int:
         rows.append((p.name, secs, status + (" (over budget)" if over else "")))
         print(f"  {p.name:<34} {secs:6.1f} s  {rows[-1][2]}", flush=True)
     print()
-    print(f"| chapter | wall s | status |\n|---|---:|---|")
+    print("| chapter | wall s | status |\n|---|---:|---|")
     for name, secs, status in rows:
         print(f"| {name} | {secs:.1f} | {status} |")
     print(f"| **total** | **{total:.1f}** | {'ok' if not bad else f'{bad} problem(s)'} |")

@@ -173,9 +173,11 @@ def main(argv=None) -> int:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    print(f"\n{torch.get_num_threads()} CPU threads; B={args.batch}, {args.heads} heads x d_head {args.d_head}, causal, forward + backward, "
+    print(f"\n{torch.get_num_threads()} CPU threads; B={args.batch}, {args.heads} heads x d_head {args.d_head}, "
+          "causal, forward + backward, "
           f"median of {args.repeats}; ratio = time / direct SDPA at the same level -> {out}")
-    print("| device | dtype | level | T | variant | ms | ratio | saved MB | peak MB |\n|---|---|---|---:|---|---:|---:|---:|---:|")
+    print("| device | dtype | level | T | variant | ms | ratio | saved MB | peak MB |\n"
+          "|---|---|---|---:|---|---:|---:|---:|---:|")
     for r in rows:
         print("| " + " | ".join(str(r[k]) for k in r) + " |")
     slow = [r for r in rows if r["variant"] == "package fast" and float(r["ratio"]) > LIMIT]

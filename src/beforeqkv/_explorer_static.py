@@ -314,7 +314,8 @@ class StaticExplorer:
 
 
 _TEMPLATE = """<div class="bqkv-explorer" id="{id}" data-settings="{n}" \
-style="border:1px solid #ccc;border-radius:4px;padding:6px 8px;margin:0.5em 0;width:fit-content;max-width:100%;box-sizing:border-box">
+style="border:1px solid #ccc;border-radius:4px;padding:6px 8px;margin:0.5em 0;width:fit-content;\
+max-width:100%;box-sizing:border-box">
 <div class="bqkv-controls" style="display:flex;flex-wrap:wrap;gap:4px 18px;align-items:center;\
 font-size:0.9em;margin-bottom:4px">
 {controls}

@@ -303,7 +303,7 @@ def heads_figure(n_heads: int = 2, n_tokens: int = 4):
     rng = np.random.default_rng(1)
     shades = rng.uniform(0.25, 0.9, size=(T, T))
     _grid(ax, 0.2, 0.9, 3.6, T, lambda r, c: (0.12, 0.47, 0.71, shades[r, c]),
-          f"$M_{{ij}}$: a $d \\times d$ matrix\nfor each of $T^2$ pairs")
+          "$M_{ij}$: a $d \\times d$ matrix\nfor each of $T^2$ pairs")
     ax.text(2.0, 4.75, "$y_i = \\sum_j M_{ij}\\, x_j$", ha="center", fontsize=FONT)
     ax.text(2.0, -0.95, "$T^2 d^2$ numbers per layer", ha="center", fontsize=FONT, color=RED)
     ax.plot([4.5, 4.5], [-1.1, 5.3], color="#cccccc", lw=1)
@@ -315,7 +315,7 @@ def heads_figure(n_heads: int = 2, n_tokens: int = 4):
         size = min(1.25, row_h * 0.62)
         weights = rng.dirichlet(np.ones(T) * 0.4, size=T)
         _grid(ax, 5.0, yc - size / 2 + 0.15, size, T,
-              lambda r, c: (1.0, 0.5, 0.05, 0.15 + 0.85 * weights[r, c]), f"$a^{h + 1}_{{ij}}$")
+              lambda r, c, w=weights: (1.0, 0.5, 0.05, 0.15 + 0.85 * w[r, c]), f"$a^{h + 1}_{{ij}}$")
         ax.text(6.65, yc + 0.1, "×", ha="center", va="center", fontsize=14)
         ax.add_patch(FancyBboxPatch((7.2, yc - 0.05), 1.0, 0.3, boxstyle="square,pad=0",
                                     fc=FILL[GREEN], ec=GREEN))          # W_V^h: (d_head, d), wide
@@ -494,7 +494,7 @@ def argument_map():
     ax = axes[0, 0]
     ax.text(3.0, len(ARGUMENT) + 0.55, "pressure (what fails)", ha="center", fontsize=12, color=RED)
     ax.text(7.75, len(ARGUMENT) + 0.55, "fix", ha="center", fontsize=12, color=GREEN)
-    for k, (n, title, pressure, fix) in enumerate(ARGUMENT):
+    for k, (n, _title, pressure, fix) in enumerate(ARGUMENT):
         y = len(ARGUMENT) - k
         ax.text(0.15, y, f"{n}", fontsize=14, fontweight="bold", va="center")
         _box(ax, 3.0, y, _wrap(pressure), w=4.6, h=0.74, color=RED, fs=MIN_FONT)

@@ -66,7 +66,7 @@ def merge(source, submission):
         if nbg.get("solution") and nbg.get("grade_id"):
             answers.setdefault(nbg["grade_id"], cell)
     merged = copy.deepcopy(source)
-    for i, cell in enumerate(merged.cells):
+    for cell in merged.cells:
         nbg = cell.metadata.get("nbgrader", {})
         if nbg.get("solution"):
             given = answers.get(nbg["grade_id"])

@@ -143,9 +143,10 @@ def check_minilm_block(block_cls):
         with torch.no_grad():
             return mine.eval()(x, mask)
 
-    describe = (lambda a: f"x {tuple(a[0].shape)}, n_heads={a[2][1]}, post_norm={a[3]}, "
-                f"real tokens per row {a[1].sum(1).tolist()}" + (f", MiniLM's {a[4]}" if isinstance(a[4], str)
-                                                                else ", seeded weights"))
+    def describe(a):
+        weights = f", MiniLM's {a[4]}" if isinstance(a[4], str) else ", seeded weights"
+        return (f"x {tuple(a[0].shape)}, n_heads={a[2][1]}, post_norm={a[3]}, "
+                f"real tokens per row {a[1].sum(1).tolist()}" + weights)
     try:
         _core._compare(run, _block_reference, _block_cases(), "MiniLM block", BLOCK_MISTAKES,
                        1e-5, 1e-4, describe, {})
@@ -180,7 +181,7 @@ def encode_by_hand(tensors, tokens, mask, *, eps=EPS, token_type=True, transpose
     for i in range(n_layers):
         p = f"encoder.layer.{i}."
 
-        def attn(h):
+        def attn(h, p=p):
             def split(z):  # (B, T, d) -> (B, H, T, d_head)
                 return z.view(B, T, n_heads, d // n_heads).transpose(1, 2)
             q, k, v = (split(lin(p + f"attention.self.{n}", h)) for n in ("query", "key", "value"))
@@ -190,7 +191,7 @@ def encode_by_hand(tensors, tokens, mask, *, eps=EPS, token_type=True, transpose
             z = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d)  # (B, T, d)
             return lin(p + "attention.output.dense", z)
 
-        def mlp(h):
+        def mlp(h, p=p):
             return lin(p + "output.dense", activation(lin(p + "intermediate.dense", h)))
 
         for f, norm in ((attn, p + "attention.output.LayerNorm"), (mlp, p + "output.LayerNorm")):

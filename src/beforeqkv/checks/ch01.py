@@ -24,7 +24,8 @@ def _cases():
     g = torch.Generator().manual_seed(1)
     shapes = [(4, 6, 8, 5), (1, 1, 3, 2), (3, 5, 1, 4), (2, 32, 16, 16)]  # (B, N, d, d_v): N=1, d=1 edge cases
     for b, n, d, dv in shapes:
-        yield (torch.randn(b, d, generator=g) * 2, torch.randn(b, n, d, generator=g), torch.randn(b, n, dv, generator=g))
+        yield (torch.randn(b, d, generator=g) * 2, torch.randn(b, n, d, generator=g),
+               torch.randn(b, n, dv, generator=g))
 
 
 def _describe(args):
@@ -36,9 +37,11 @@ _MISTAKES = {
     "did you scale the scores by 1/sqrt(d)?":
         lambda q, k, v: torch.einsum("bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k), -1), v),
     "scale by 1/sqrt(d), not by 1/d.":
-        lambda q, k, v: torch.einsum("bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k) / q.shape[-1], -1), v),
+        lambda q, k, v: torch.einsum("bn,bnv->bv",
+                                     torch.softmax(torch.einsum("bd,bnd->bn", q, k) / q.shape[-1], -1), v),
     "the softmax must run over the N stored pairs (dim=-1), not over the batch.":
-        lambda q, k, v: torch.einsum("bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k) / math.sqrt(q.shape[-1]), 0), v),
+        lambda q, k, v: torch.einsum(
+            "bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k) / math.sqrt(q.shape[-1]), 0), v),
     "the weights need a softmax: raw dot products are not a weighted average.":
         lambda q, k, v: torch.einsum("bn,bnv->bv", torch.einsum("bd,bnd->bn", q, k) / math.sqrt(q.shape[-1]), v),
     "read the values, not the keys.":

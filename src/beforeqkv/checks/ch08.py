@@ -1,7 +1,6 @@
 """Checkers for chapter 8: the causal mask, causal attention, the reader's block and GPT, predictions."""
 from __future__ import annotations
 
-import math
 import re
 
 import torch

@@ -78,7 +78,8 @@ class PerPairGenerator(nn.Module):
         _check_ring_inputs(items, payloads, self.n_items, self.n_payloads)
         x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d)
         b, t, d = x.shape
-        pairs = torch.cat([x.unsqueeze(2).expand(b, t, t, d), x.unsqueeze(1).expand(b, t, t, d)], dim=-1)  # (B, T, T, 2d)
+        pairs = torch.cat([x.unsqueeze(2).expand(b, t, t, d), x.unsqueeze(1).expand(b, t, t, d)],
+                          dim=-1)  # (B, T, T, 2d)
         M = self.generator(pairs).view(b, t, t, d, d)  # (B, T, T, d, d): one matrix per pair
         y = mix_per_pair(M, x) / t  # (B, T, d)
         return torch.stack([self.readout_succ(y), self.readout_pred(y)], dim=-2)  # (B, T, 2, n_payloads)

@@ -238,7 +238,8 @@ class GPT(Transformer):
         if not self.config.causal:
             raise ValueError("generate() needs a causal model (config.causal=True)")
         if not isinstance(tokens, torch.Tensor) or tokens.dim() not in (1, 2) or tokens.is_floating_point():
-            raise ValueError(f"tokens must be a (B, T0) or (T0,) integer tensor, got {getattr(tokens, 'shape', tokens)!r}")
+            got = getattr(tokens, "shape", tokens)
+            raise ValueError(f"tokens must be a (B, T0) or (T0,) integer tensor, got {got!r}")
         squeeze = tokens.dim() == 1
         seq = tokens.unsqueeze(0) if squeeze else tokens  # (B, T0)
         n_ctx = self.config.n_ctx

