@@ -53,7 +53,7 @@ unit: $(STAMP)
 execute: $(STAMP)
 	@rm -rf $(EXEC) && mkdir -p $(EXEC) _build && rm -f _build/explorers.jsonl
 	@cp -r book _config.yml _toc.yml $(EXEC)/
-	cd $(EXEC) && BEFOREQKV_EXPLORERS=static BEFOREQKV_EXPLORER_LOG=$(CURDIR)/_build/explorers.jsonl \
+	cd $(EXEC) && BEFOREQKV_CHECKS=strict BEFOREQKV_EXPLORERS=static BEFOREQKV_EXPLORER_LOG=$(CURDIR)/_build/explorers.jsonl \
 	  ../$(BIN)/python -m pytest --nbmake --overwrite book -q -p no:cacheprovider \
 	  --durations=0 --junitxml=../_build/junit-notebooks.xml -o testpaths=book -o addopts=""
 
@@ -122,7 +122,7 @@ gpu-check: $(STAMP)
 	mkdir -p _build/gpu
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider -rs --junitxml=_build/gpu/junit-unit.xml
 	@rm -rf _build/gpu/exec && mkdir -p _build/gpu/exec && cp -r book _config.yml _toc.yml _build/gpu/exec/
-	cd _build/gpu/exec && BEFOREQKV_DEVICE=cuda $(CURDIR)/$(BIN)/python -m pytest --nbmake book -q -p no:cacheprovider \
+	cd _build/gpu/exec && BEFOREQKV_CHECKS=strict BEFOREQKV_DEVICE=cuda $(CURDIR)/$(BIN)/python -m pytest --nbmake book -q -p no:cacheprovider \
 	  --durations=0 --junitxml=../junit-notebooks.xml -o testpaths=book -o addopts=""
 	BEFOREQKV_DEVICE=cuda $(BIN)/python tools/bench.py --budget 60 book/[0-9]*.ipynb | tee _build/gpu/bench.md
 	$(BIN)/python tools/bench_attention.py --device cuda --out _build/gpu/attention.csv | tee _build/gpu/attention.md

@@ -7,6 +7,10 @@ import pytest
 import torch
 
 os.environ.setdefault("BEFOREQKV_PROGRESS", "0")
+# Strict checks: a checker that rejects a canonical answer raises, so no test passes by
+# printing a ✗. Tests of the lenient and graded modes set them with monkeypatch.
+os.environ["BEFOREQKV_CHECKS"] = "strict"
+os.environ.pop("BEFOREQKV_GRADING", None)
 torch.set_num_threads(1)
 torch.set_flush_denormal(True)
 

@@ -14,7 +14,7 @@ def canonical(q, keys, values):
 
 
 def test_check_attention_read_accepts_the_package_attention(capsys):
-    checks.check_attention_read(canonical)
+    assert checks.check_attention_read(canonical)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -49,8 +49,8 @@ def test_check_attention_read_reports_a_stub():
 
 
 def test_predictions_accept_the_answer_and_reject_others(capsys):
-    checks.check_prediction("ch1_lstm_state_size", 192)
-    checks.check_prediction("ch1_lstm_n32", "Chance")
+    assert checks.check_prediction("ch1_lstm_state_size", 192)
+    assert checks.check_prediction("ch1_lstm_n32", "Chance")
     with pytest.raises(CheckFailure):
         checks.check_prediction("ch1_lstm_state_size", 96)
     with pytest.raises(CheckFailure):

@@ -10,12 +10,12 @@ from beforeqkv.checks import CheckFailure
 
 # ----------------------------------------------------------------- chapter 2
 def test_fast_weight_memory_checker_accepts_the_package_and_an_explicit_loop(capsys):
-    checks.check_fast_weight_memory(attention.fast_weight_memory)
+    assert checks.check_fast_weight_memory(attention.fast_weight_memory)
 
     def loop(k, v):  # one outer product v_j k_j^T per pair, added up
         return sum(v[..., j, :, None] * k[..., j, None, :] for j in range(k.shape[-2]))
 
-    checks.check_fast_weight_memory(loop)
+    assert checks.check_fast_weight_memory(loop)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -40,8 +40,8 @@ def test_fast_weight_memory_checker_rejects_in_place_edits():
 
 
 def test_linear_attention_checker_accepts_both_package_paths():
-    checks.check_linear_attention(lambda q, k, v: attention.linear_attention(q, k, v))
-    checks.check_linear_attention(lambda q, k, v: attention.linear_attention(q, k, v, via_memory=True))
+    assert checks.check_linear_attention(lambda q, k, v: attention.linear_attention(q, k, v))
+    assert checks.check_linear_attention(lambda q, k, v: attention.linear_attention(q, k, v, via_memory=True))
 
 
 @pytest.mark.parametrize("broken, hint", [
@@ -57,8 +57,8 @@ def test_linear_attention_checker_rejects_typical_mistakes_with_a_hint(broken, h
 
 
 def test_chapter2_predictions_are_registered_with_answers():
-    checks.check_prediction("ch2_memory_numbers", 288)
-    checks.check_prediction("ch2_bigger_memory", "64")
+    assert checks.check_prediction("ch2_memory_numbers", 288)
+    assert checks.check_prediction("ch2_bigger_memory", "64")
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
         checks.check_prediction("ch2_memory_numbers", 180000)
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
@@ -69,13 +69,13 @@ def test_chapter2_predictions_are_registered_with_answers():
 
 # ----------------------------------------------------------------- chapter 3
 def test_all_to_all_mix_checker_accepts_a_matmul_and_a_loop():
-    checks.check_all_to_all_mix(lambda x, w: w @ x)
+    assert checks.check_all_to_all_mix(lambda x, w: w @ x)
 
     def loop(x, w):
         return torch.stack([sum(w[..., i, j, None] * x[..., j, :] for j in range(x.shape[-2]))
                             for i in range(x.shape[-2])], dim=-2)
 
-    checks.check_all_to_all_mix(loop)
+    assert checks.check_all_to_all_mix(loop)
 
 
 @pytest.mark.parametrize("broken, hint", [
@@ -95,8 +95,8 @@ def test_all_to_all_mix_checker_reports_a_wrong_shape():
 
 
 def test_chapter3_predictions_are_registered_with_answers():
-    checks.check_prediction("ch3_steps_picture", 105)
-    checks.check_prediction("ch3_depth_stack", 4)
+    assert checks.check_prediction("ch3_steps_picture", 105)
+    assert checks.check_prediction("ch3_depth_stack", 4)
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
         checks.check_prediction("ch3_steps_picture", 10)
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
@@ -111,7 +111,7 @@ def good_window_mix(x, k):
 
 
 def test_window_mix_checker_passes_the_canonical_answer(capsys):
-    checks.check_window_mix(good_window_mix)
+    assert checks.check_window_mix(good_window_mix)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -124,7 +124,7 @@ def _cumsum_window(x, k):  # a different correct route: running sums
 
 
 def test_window_mix_checker_passes_another_correct_route(capsys):
-    checks.check_window_mix(_cumsum_window)
+    assert checks.check_window_mix(_cumsum_window)
     assert "\u2713" in capsys.readouterr().out
 
 

@@ -12,7 +12,7 @@ def good_content_weights(x_q, x_k, f):
 
 
 def test_check_content_weights_passes_the_canonical_answer(capsys):
-    checks.check_content_weights(good_content_weights)
+    assert checks.check_content_weights(good_content_weights)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -38,7 +38,7 @@ def test_check_content_weights_rejects_in_place_edits():
 
 
 def test_check_bilinear_scores_passes_the_canonical_answer(capsys):
-    checks.check_bilinear_scores(lambda x_q, x_k, A: torch.einsum("...id,de,...je->...ij", x_q, A, x_k))
+    assert checks.check_bilinear_scores(lambda x_q, x_k, A: torch.einsum("...id,de,...je->...ij", x_q, A, x_k))
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -61,7 +61,7 @@ def test_check_bilinear_scores_rejects_mistakes_with_a_hint(wrong, hint):
     ("ch5_rank_qk", 32, 64),
 ])
 def test_predictions_accept_the_answer_and_reject_others(key, right, wrong, capsys):
-    checks.check_prediction(key, right)
+    assert checks.check_prediction(key, right)
     assert "right" in capsys.readouterr().out
     with pytest.raises(CheckFailure):
         checks.check_prediction(key, wrong)
@@ -74,7 +74,7 @@ def good_triad_qk():
 
 
 def test_check_triad_qk_passes_the_canonical_answer(capsys):
-    checks.check_triad_qk(good_triad_qk)
+    assert checks.check_triad_qk(good_triad_qk)
     assert "\u2713" in capsys.readouterr().out
 
 

@@ -68,7 +68,7 @@ def in_place(x, W_Q, W_K, W_V, W_O, n_heads):
 
 @pytest.mark.parametrize("fn", [canonical, loop_over_heads])
 def test_check_multihead_attention_accepts_correct_implementations(fn, capsys):
-    checks.check_multihead_attention(fn)
+    assert checks.check_multihead_attention(fn)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -96,7 +96,7 @@ def test_check_multihead_attention_reports_not_implemented():
                                                ("ch6_wide_head_both", "no", "yes"),
                                                ("ch6_sixteen_heads_both", "often", "almost always")])
 def test_chapter_6_predictions_accept_the_answer_and_reject_others(key, right, wrong, capsys):
-    checks.check_prediction(key, right)
+    assert checks.check_prediction(key, right)
     assert "\u2713" in capsys.readouterr().out
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
         checks.check_prediction(key, wrong)

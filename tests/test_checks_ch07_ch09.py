@@ -11,12 +11,12 @@ from beforeqkv.checks import CheckFailure
 
 # ------------------------------------------------------------------ chapter 7
 def test_check_scaled_scores_passes_the_package_version(capsys):
-    checks.check_scaled_scores(lambda q, k: attention.attention_scores(q, k))
+    assert checks.check_scaled_scores(lambda q, k: attention.attention_scores(q, k))
     assert "\u2713" in capsys.readouterr().out
 
 
 def test_check_scaled_scores_passes_an_einsum_version():
-    checks.check_scaled_scores(lambda q, k: torch.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1]))
+    assert checks.check_scaled_scores(lambda q, k: torch.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1]))
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -67,11 +67,11 @@ def test_scaled_scores_sigma_have_unit_variance():
 
 
 def test_check_softmax_jacobian_passes_the_package_version():
-    checks.check_softmax_jacobian(saturation.softmax_jacobian)
+    assert checks.check_softmax_jacobian(saturation.softmax_jacobian)
 
 
 def test_check_softmax_jacobian_passes_an_explicit_version():
-    checks.check_softmax_jacobian(lambda a: torch.diag_embed(a) - torch.einsum("...i,...j->...ij", a, a))
+    assert checks.check_softmax_jacobian(lambda a: torch.diag_embed(a) - torch.einsum("...i,...j->...ij", a, a))
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -90,7 +90,7 @@ def test_check_softmax_jacobian_reports_an_unrecognised_mistake():
 
 
 def test_ch7_prediction_is_registered_and_checked():
-    checks.check_prediction("ch7_one_over_d", "near-uniform")
+    assert checks.check_prediction("ch7_one_over_d", "near-uniform")
     with pytest.raises(CheckFailure):
         checks.check_prediction("ch7_one_over_d", "saturated")
     with pytest.raises(CheckFailure, match="one of"):
@@ -104,7 +104,7 @@ def test_ch7_prediction_answer_is_what_the_measurement_shows():
 
 
 def test_ch7_adam_prediction_is_registered_and_checked():
-    checks.check_prediction("ch7_adam_unscaled", "in between")
+    assert checks.check_prediction("ch7_adam_unscaled", "in between")
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
         checks.check_prediction("ch7_adam_unscaled", "as good as scaled")
 
@@ -173,12 +173,12 @@ def ffn_as_slots(x, W_in, b_in, W_out, b_out):
 
 
 def test_check_ffn_as_slots_passes_a_loop_over_slots(capsys):
-    checks.check_ffn_as_slots(ffn_as_slots)
+    assert checks.check_ffn_as_slots(ffn_as_slots)
     assert "\u2713" in capsys.readouterr().out
 
 
 def test_check_ffn_as_slots_passes_the_plain_mlp():
-    checks.check_ffn_as_slots(lambda x, Wi, bi, Wo, bo: F.linear(F.relu(F.linear(x, Wi, bi)), Wo, bo))
+    assert checks.check_ffn_as_slots(lambda x, Wi, bi, Wo, bo: F.linear(F.relu(F.linear(x, Wi, bi)), Wo, bo))
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -198,8 +198,8 @@ def test_check_ffn_as_slots_explains_rows_versus_columns_of_w_out():
 
 
 def test_ch9_prediction_accepts_numbers_at_one_decimal():
-    checks.check_prediction("ch9_handwritten_3m_4c", 0.5)
-    checks.check_prediction("ch9_handwritten_3m_4c", 0.46)
+    assert checks.check_prediction("ch9_handwritten_3m_4c", 0.5)
+    assert checks.check_prediction("ch9_handwritten_3m_4c", 0.46)
     with pytest.raises(CheckFailure):
         checks.check_prediction("ch9_handwritten_3m_4c", 1 / 3)  # forgot the lucky guesses
     with pytest.raises(CheckFailure, match="number"):
@@ -207,7 +207,7 @@ def test_ch9_prediction_accepts_numbers_at_one_decimal():
 
 
 def test_ch9_wider_keys_question_takes_one_of_its_choices():
-    checks.check_prediction("ch9_wider_keys", "Higher")
+    assert checks.check_prediction("ch9_wider_keys", "Higher")
     with pytest.raises(CheckFailure):
         checks.check_prediction("ch9_wider_keys", "about the same")
     with pytest.raises(CheckFailure, match="one of"):
@@ -220,7 +220,7 @@ def swiglu_slot_weights(x, W_gate, W_in):
 
 
 def test_check_swiglu_slot_weights_passes_a_written_out_silu(capsys):
-    checks.check_swiglu_slot_weights(swiglu_slot_weights)
+    assert checks.check_swiglu_slot_weights(swiglu_slot_weights)
     assert "\u2713" in capsys.readouterr().out
 
 

@@ -10,8 +10,8 @@ from beforeqkv.checks import CheckFailure, ch08
 
 
 def test_check_causal_mask_passes_canonical(capsys):
-    checks.check_causal_mask(lambda t: torch.ones(t, t).tril().bool())
-    checks.check_causal_mask(attention.causal_mask)
+    assert checks.check_causal_mask(lambda t: torch.ones(t, t).tril().bool())
+    assert checks.check_causal_mask(attention.causal_mask)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -41,7 +41,7 @@ def _causal_attention(q, k, v):
 
 
 def test_check_causal_attention_passes_canonical(capsys):
-    checks.check_causal_attention(_causal_attention)
+    assert checks.check_causal_attention(_causal_attention)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -69,8 +69,8 @@ def test_check_causal_attention_rejects_mistakes_with_hint(wrong, hint):
 
 
 def test_chapter8_predictions_are_registered_and_checked(capsys):
-    checks.check_prediction("ch8_iid_floor", 2.77)
-    checks.check_prediction("ch8_residual_no_norm", "Above")
+    assert checks.check_prediction("ch8_iid_floor", 2.77)
+    assert checks.check_prediction("ch8_residual_no_norm", "Above")
     with pytest.raises(CheckFailure, match="not what the experiment shows"):
         checks.check_prediction("ch8_iid_floor", 0.2)
     with pytest.raises(CheckFailure, match="not what the experiment shows"):

@@ -12,7 +12,7 @@ from beforeqkv.pretrained.minilm import mean_pool
 
 # ------------------------------------------------------------------ mean pooling
 def test_check_mean_pool_passes_the_package_version(capsys):
-    checks.check_mean_pool(mean_pool)
+    assert checks.check_mean_pool(mean_pool)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -20,7 +20,7 @@ def test_check_mean_pool_passes_a_loop_version():
     def loop(h, mask):
         return torch.stack([h[b][mask[b]].mean(0) for b in range(h.shape[0])])  # (B, d)
 
-    checks.check_mean_pool(loop)
+    assert checks.check_mean_pool(loop)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -46,7 +46,7 @@ def test_check_mean_pool_catches_in_place_changes():
 
 # ------------------------------------------------------------------ post-norm sublayer
 def test_check_post_norm_passes_torch_layer_norm():
-    checks.check_post_norm(lambda x, fx, w, b, eps: F.layer_norm(x + fx, x.shape[-1:], w, b, eps))
+    assert checks.check_post_norm(lambda x, fx, w, b, eps: F.layer_norm(x + fx, x.shape[-1:], w, b, eps))
 
 
 def test_check_post_norm_passes_an_explicit_version():
@@ -56,7 +56,7 @@ def test_check_post_norm_passes_an_explicit_version():
         var = ((z - mu) ** 2).mean(-1, keepdim=True)
         return (z - mu) / torch.sqrt(var + eps) * w + b
 
-    checks.check_post_norm(explicit)
+    assert checks.check_post_norm(explicit)
 
 
 def _ln(z, w, b, eps):
@@ -84,7 +84,7 @@ def test_check_post_norm_reports_an_unrecognised_mistake():
 
 # ------------------------------------------------------------------ prediction
 def test_ch10_prediction_is_registered_and_checked():
-    checks.check_prediction("ch10_token_type", "more than 0.1")
+    assert checks.check_prediction("ch10_token_type", "more than 0.1")
     with pytest.raises(CheckFailure, match="not what the experiment shows") as wrong:
         checks.check_prediction("ch10_token_type", "less than 0.01")
     assert "0.46" not in str(wrong.value)  # a wrong answer is not told the right one
@@ -156,7 +156,7 @@ def weights():
 
 
 def test_check_minilm_block_passes_the_solution(capsys):
-    checks.check_minilm_block(BertBlock)
+    assert checks.check_minilm_block(BertBlock)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -215,8 +215,8 @@ def _encoder(block=BertBlock, eps=1e-12, token_type=True, transpose=False, pass_
 
 def test_check_minilm_encoder_passes_the_solution_and_the_package_by_hand(weights, capsys):
     from beforeqkv.checks._ch10_minilm import encode_by_hand
-    checks.check_minilm_encoder(_encoder())
-    checks.check_minilm_encoder(encode_by_hand)
+    assert checks.check_minilm_encoder(_encoder())
+    assert checks.check_minilm_encoder(encode_by_hand)
     assert capsys.readouterr().out.count("\u2713") == 2
 
 

@@ -20,7 +20,7 @@ def _package_rmsnorm(x, weight, eps):
 
 
 def test_check_rmsnorm_passes_the_package_rmsnorm(capsys):
-    checks.check_rmsnorm(_package_rmsnorm)
+    assert checks.check_rmsnorm(_package_rmsnorm)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -53,7 +53,7 @@ def test_check_rotary_passes_an_explicit_rotate_half(capsys):
         a, b = q[..., : d // 2], q[..., d // 2:]
         return torch.cat([a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()], -1)
 
-    checks.check_rotary(mine)
+    assert checks.check_rotary(mine)
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -68,7 +68,7 @@ def test_check_rotary_rejects_typical_mistakes_with_a_hint(options, hint):
 
 # ------------------------------------------------------------------ Q4_1
 def test_check_q4_1_block_passes_the_gguf_reader(capsys):
-    checks.check_q4_1_block(lambda block: dequantize(block.numpy(), 3, (32,)))
+    assert checks.check_q4_1_block(lambda block: dequantize(block.numpy(), 3, (32,)))
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -87,7 +87,7 @@ def test_check_q4_1_block_rejects_a_wrong_answer_without_a_known_mistake():
 
 
 def test_the_multi_query_question_is_registered():
-    checks.check_prediction("ch11_mqa_cache", 9)
+    assert checks.check_prediction("ch11_mqa_cache", 9)
     with pytest.raises(CheckFailure):
         checks.check_prediction("ch11_mqa_cache", 3)  # SmolLM2's own grouped factor
 
@@ -177,7 +177,7 @@ def test_llama_weights_share_the_package_tensors_and_leave_out_the_tied_w_u():
 
 
 def test_check_llama_passes_a_written_out_reader_model(capsys):
-    checks.check_llama(_reader_llama())
+    assert checks.check_llama(_reader_llama())
     assert "\u2713" in capsys.readouterr().out
 
 
@@ -202,7 +202,7 @@ def lm():
 
 
 def test_check_smollm2_runs_the_reader_model_on_the_real_weights(lm, capsys):
-    checks.check_smollm2(_reader_llama(), lm, new_tokens=2)
+    assert checks.check_smollm2(_reader_llama(), lm, new_tokens=2)
     assert "Paris" in capsys.readouterr().out
     assert checks.ch11.LAST_RUN["max_diff"] <= 1e-3 and checks.ch11.LAST_RUN["text"].startswith(" Paris")
 

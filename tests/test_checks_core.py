@@ -141,7 +141,7 @@ def test_explain_shows_nothing_before_a_right_answer(monkeypatch, capsys):
     checks.explain("ch5_weights_symmetric")
     out = capsys.readouterr().out
     assert KEY["ch5_weights_symmetric"]["explanation"] not in out and "answer it first" in out
-    checks.check_prediction("ch5_weights_symmetric", "No")
+    assert checks.check_prediction("ch5_weights_symmetric", "No")
     capsys.readouterr()
     checks.explain("ch5_weights_symmetric")
     assert KEY["ch5_weights_symmetric"]["explanation"] in capsys.readouterr().out
@@ -201,15 +201,37 @@ def test_different_answers_stay_different(given, answer):
     assert not _core._equal(given, answer)
 
 
-def test_the_solution_block_makes_a_notebook_the_instructors(tmp_path):
+def test_the_mode_is_chosen_explicitly_never_read_from_the_code_under_check(monkeypatch, tmp_path):
+    for name in ("BEFOREQKV_CHECKS", "BEFOREQKV_GRADING", "NBGRADER_EXECUTION"):
+        monkeypatch.delenv(name, raising=False)
     src = tmp_path / "nb_cell.py"
     begin, end = "### BEGIN" + " SOLUTION", "### END" + " SOLUTION"  # not literally in this file
-    src.write_text(f"def mine(t):\n    {begin}\n    return t\n    {end}\n\n"
-                   "def theirs(t):\n    # YOUR CODE HERE\n    return t\n")
+    src.write_text(f"def mine(t):\n    {begin}\n    return t\n    {end}\n")
     spec = importlib.util.spec_from_file_location("nb_cell", src)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert _core._has_solution(mod.mine) and not _core._has_solution(mod.theirs)
+    monkeypatch.setattr(_core, "_in_kernel", lambda: True)  # a notebook: lenient, solution block or not
+    assert checks.mode(mod.mine) == "lenient" and checks.mode() == "lenient"
+    monkeypatch.setenv("BEFOREQKV_CHECKS", "strict")  # what book/conftest.py and make execute set
+    assert checks.mode(mod.mine) == "strict"
+    try:
+        checks.configure("lenient")  # configure wins over the environment ...
+        assert checks.mode() == "lenient"
+        monkeypatch.setenv("BEFOREQKV_GRADING", "1")  # ... but never over grading
+        assert checks.mode() == "graded"
+    finally:
+        checks.configure(None)
+    monkeypatch.delenv("BEFOREQKV_GRADING")
+    assert checks.mode() == "strict"
+    with pytest.raises(ValueError, match="mode must be"):
+        checks.configure("loud")
+
+
+def test_the_unit_tests_run_strict():
+    """tests/conftest.py pins strict mode: a checker test that forgets its assert still fails."""
+    assert checks.mode() == "strict"
+    with pytest.raises(CheckFailure):
+        checks.check_causal_mask(lambda t: torch.ones(t, t).triu(1).bool())
 
 
 def test_a_checker_that_raises_by_itself_is_reported_by_mode(lenient, capsys):

@@ -108,11 +108,36 @@ def test_encoder_figures_draw_and_reject_mismatched_shapes():
 
     toks = ["[CLS]", "a", "b", "[SEP]"]
     w = torch.softmax(torch.randn(12, 4, 4, generator=torch.Generator().manual_seed(0)), -1)  # (H, T, T)
-    assert hasattr(figs.attention_grid(w, toks, layer=0), "savefig")
-    assert hasattr(figs.attention_head(w[0], toks, "head 0"), "savefig")
-    assert hasattr(figs.qk_asymmetry(torch.rand(6, 12) * 2, random_ratio=1.41), "savefig")
-    assert hasattr(figs.head_contributions(torch.rand(12, 4), toks, layer=2), "savefig")
-    assert hasattr(figs.similarity_matrix(torch.eye(3), ["x", "y", "z"]), "savefig")
+    def image(ax):  # the matrix an Axes shows
+        return torch.as_tensor(ax.images[0].get_array().data)
+
+    def ticks(axis):
+        return [t.get_text() for t in axis.get_ticklabels()]
+
+    grid = figs.attention_grid(w, toks, layer=0)  # 12 heads, 4 per row: 3 rows, token labels outside
+    assert len(grid.axes) == 12 and [ax.get_title() for ax in grid.axes] == [f"head {h}" for h in range(12)]
+    assert all(torch.allclose(image(ax), w[h]) for h, ax in enumerate(grid.axes))
+    assert ticks(grid.axes[8].xaxis) == toks and ticks(grid.axes[0].yaxis) == toks
+    assert not any(ticks(grid.axes[1].yaxis))
+    assert grid._suptitle.get_text().startswith("layer 0:")
+    head = figs.attention_head(w[3], toks, "head 3")
+    ax = head.axes[0]
+    assert torch.allclose(image(ax), w[3]) and ax.get_title() == "head 3"
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("key (read from)", "query (reads)")
+    assert ticks(ax.xaxis) == toks and ticks(ax.yaxis) == toks
+    ratios = torch.rand(6, 12) * 2
+    asym = figs.qk_asymmetry(ratios, random_ratio=1.41)
+    assert torch.allclose(image(asym.axes[0]), ratios) and asym.axes[1].get_title() == "all 72 heads"
+    assert sum(p.get_height() for p in asym.axes[1].patches) == 72  # the histogram counts every head
+    assert "random W_Q, W_K" in [t.get_text() for t in asym.axes[1].get_legend().get_texts()]
+    norms = torch.rand(12, 4)
+    contrib = figs.head_contributions(norms, toks, layer=2)
+    assert torch.allclose(image(contrib.axes[0]), norms) and contrib.axes[0].get_title().startswith("layer 2:")
+    assert ticks(contrib.axes[0].yaxis) == [f"head {h}" for h in range(12)]
+    sim = figs.similarity_matrix(torch.eye(3), ["x", "y", "z"])
+    assert ticks(sim.axes[0].yaxis) == ["1  x", "2  y", "3  z"]
+    assert [t.get_text() for t in sim.axes[0].texts] == ["1.00", "0.00", "0.00", "0.00", "1.00", "0.00",
+                                                         "0.00", "0.00", "1.00"]
     with pytest.raises(ValueError, match="do not fit"):
         figs.attention_grid(w, toks[:3], layer=0)
     with pytest.raises(ValueError, match="do not fit"):

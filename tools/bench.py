@@ -34,6 +34,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=60.0, help="seconds allowed per chapter")
     args = ap.parse_args()
     os.environ.setdefault("BEFOREQKV_PROGRESS", "0")
+    os.environ.setdefault("BEFOREQKV_CHECKS", "strict")  # the source notebooks: a failed check fails the run
     rows, total, bad = [], 0.0, 0
     for p in map(Path, args.notebooks):
         secs, status = run(p)

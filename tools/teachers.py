@@ -45,8 +45,9 @@ no GPU and no internet after installation, and ends with exercises of three kind
 
 In a student's notebook a check never stops *Run All*: an unanswered prediction or an
 unimplemented function prints what to do, a wrong answer prints ✗ and its hint, and the
-chapter runs on. In the instructor's notebook (the one with the solutions) and in a graded
-run, a failed check raises.
+chapter runs on. In a graded run (nbgrader, otter, `python -m beforeqkv.grade`) a failed
+check raises; to make it raise while you work through the solutions, set
+`BEFOREQKV_CHECKS=strict` before starting Jupyter, or call `checks.configure("strict")`.
 """
 
 HANDOUT = """## Handing out

@@ -7,7 +7,7 @@ Each chapter's checkers live in ``chNN.py``; all are importable from here::
     checks.check_prediction("ch1_lstm_n32", "below")
 """
 from ._core import (CheckFailure, CheckResult, QUESTIONS, check_prediction, checker, compare,  # noqa: F401
-                    explain, mode, register_question)
+                    configure, explain, mode, register_question)
 from .ch01 import *  # noqa: F401,F403
 from .ch02 import *  # noqa: F401,F403
 from .ch03 import *  # noqa: F401,F403

@@ -17,17 +17,14 @@ Three modes decide what a failed check does (see :func:`mode`):
   show a prediction's answer. Graded cells do not rely on the mode: their hidden test
   asserts :func:`beforeqkv.checks.grading.verify`, which a student's kernel cannot switch.
 
-A notebook is the instructor's when the checked function, or the cell calling the
-check, still contains its ``### BEGIN SOLUTION`` block: the one thing every student
-version lacks. Checkers written with :func:`compare` and :func:`check_prediction`
+The mode is chosen explicitly (:func:`mode`, :func:`configure`), never by reading the
+code under check. Checkers written with :func:`compare` and :func:`check_prediction`
 get all of this without any change; a checker that raises :class:`CheckFailure` by
 itself should be decorated with :func:`checker`.
 """
 from __future__ import annotations
 
 import functools
-import inspect
-import linecache
 import os
 import re
 import sys
@@ -41,10 +38,9 @@ from . import _seal
 from ._failed import failed
 
 __all__ = ["CheckFailure", "CheckResult", "compare", "passed", "register_question",
-           "check_prediction", "explain", "checker", "mode", "QUESTIONS", "SOLUTION_MARKER",
+           "check_prediction", "explain", "checker", "mode", "configure", "QUESTIONS",
            "canonical", "is_right"]
 
-SOLUTION_MARKER = "### BEGIN SOLUTION"
 _PACKAGE = str(Path(__file__).resolve().parents[1])  # .../beforeqkv
 _NESTED = 0  # > 0 while a @checker function runs: failures go up to it, reported once
 
@@ -75,42 +71,42 @@ def _in_kernel() -> bool:
     return ip is not None and getattr(ip, "get_ipython", lambda: None)() is not None
 
 
-def _outside_package(frame):
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE):
-        frame = frame.f_back
-    return frame
+_CONFIGURED: str | None = None  # set by configure(); wins over BEFOREQKV_CHECKS
 
 
-def _has_solution(fn=None) -> bool:
-    """True when ``fn`` or the notebook cell calling the check holds a solution block."""
-    try:
-        if fn is not None and SOLUTION_MARKER in inspect.getsource(fn):
-            return True
-    except (OSError, TypeError):
-        pass
-    frame = _outside_package(inspect.currentframe())
-    if frame is None:
-        return False
-    return SOLUTION_MARKER in "".join(linecache.getlines(frame.f_code.co_filename))
+def configure(mode: str | None = None) -> None:
+    """Choose what a failed check does from now on in this process.
+
+    ``"strict"`` raises, ``"lenient"`` prints the hint and goes on, ``None`` goes back to the
+    default (``BEFOREQKV_CHECKS``, else strict outside a Jupyter kernel and lenient inside).
+    Grading (``BEFOREQKV_GRADING`` or nbgrader) cannot be switched off from here.
+    """
+    global _CONFIGURED
+    if mode is not None and mode not in ("strict", "lenient"):
+        raise ValueError(f"configure: mode must be 'strict', 'lenient' or None, got {mode!r}")
+    _CONFIGURED = mode
 
 
 def mode(fn=None) -> str:
     """``"graded"``, ``"strict"`` or ``"lenient"``: what a failed check does now.
 
+    Chosen explicitly, never guessed from the code being checked:
     ``BEFOREQKV_GRADING=1`` or a run by nbgrader's validator or autograder (which set
-    ``NBGRADER_EXECUTION``) -> graded, so *Validate* reports a wrong answer;
-    ``BEFOREQKV_CHECKS=strict|lenient`` forces a mode;
-    outside a Jupyter kernel -> strict; in a kernel, strict when the solution block is
-    present (the instructor's notebook), lenient otherwise (the student's).
+    ``NBGRADER_EXECUTION``) -> graded, so *Validate* reports a wrong answer; else what
+    :func:`configure` set; else ``BEFOREQKV_CHECKS=strict|lenient``; else strict outside a
+    Jupyter kernel (scripts, unit tests) and lenient inside one (a reader's notebook, so
+    Run All reaches the end). The book's own runs of its source notebooks are strict:
+    ``book/conftest.py`` (nbmake), ``make execute`` and ``tools/bench.py`` set
+    ``BEFOREQKV_CHECKS=strict``. ``fn`` is accepted for backwards compatibility and ignored.
     """
     if os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0") or os.environ.get("NBGRADER_EXECUTION"):
         return "graded"
+    if _CONFIGURED is not None:
+        return _CONFIGURED
     forced = os.environ.get("BEFOREQKV_CHECKS", "").strip().lower()
     if forced in ("strict", "lenient"):
         return forced
-    if not _in_kernel():
-        return "strict"
-    return "strict" if _has_solution(fn) else "lenient"
+    return "lenient" if _in_kernel() else "strict"
 
 
 def _report(name: str, err: CheckFailure, fn=None) -> CheckResult:
