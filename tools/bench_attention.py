@@ -29,12 +29,12 @@ import argparse
 import csv
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.benchmark as benchmark
 
 from beforeqkv import attention
 
@@ -107,16 +107,13 @@ def measure(level, B, T, H, d_head, device, dtype, repeats, warmup):
         for fn in fns.values():
             fn()
     names = list(fns)
+    # torch.utils.benchmark's Timer (it synchronises CUDA around each run), one run per timeit(1)
+    timers = {name: benchmark.Timer(stmt="fn()", globals={"fn": fn}) for name, fn in fns.items()}
     for i in range(repeats):
         # rotate the order every round, so no variant always runs right after the teaching
         # path (which frees a T x T tensor per head and leaves the allocator and caches cold)
         for name in names[i % len(names):] + names[:i % len(names)]:
-            fn = fns[name]
-            _sync(device)
-            t0 = time.perf_counter()
-            fn()
-            _sync(device)
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(timers[name].timeit(1).times[0])
     rows = []
     ref = statistics.median(times["direct SDPA"])
     for name, fn in fns.items():
