@@ -153,3 +153,11 @@ def test_the_site_removes_the_output_of_a_prediction_check():
     site_solutions.site_cell(cell)
     assert cell.source == "guess = ...  # your prediction\nchecks.check_prediction('k', guess)"
     assert cell.outputs == []
+
+
+def test_the_reference_list_reads_the_bibtex_as_plain_unicode():
+    """pybtex reads book/references.bib; LaTeX accents and dashes become Unicode."""
+    lstm = BIB["hochreiter1997lstm"]
+    assert lstm["author"] == "Hochreiter, Sepp and Schmidhuber, Jürgen" and lstm["year"] == "1997"
+    assert lstm["pages"] == "1735–1780" and "{" not in lstm["title"]
+    assert all("\\" not in v and "{" not in v for e in BIB.values() for v in e.values())

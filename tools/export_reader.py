@@ -85,25 +85,21 @@ def glue_values(executed: Path) -> dict[str, object]:
     return values
 
 
-_ACCENTS = {'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", "c": "\u0327"}
-_LETTERS = {"L": "\u0141", "l": "\u0142", "o": "\u00f8", "O": "\u00d8", "ss": "\u00df", "aa": "\u00e5", "&": "&"}
-
-
-def _latex(text: str) -> str:
-    """BibTeX text as plain Unicode: {\\"u} -> u\u0308 (NFC: \u00fc), {\\L} -> \u0141, braces dropped."""
-    import unicodedata
-    text = re.sub(r"\\(ss|aa|[LlOo&])(?![a-zA-Z])", lambda m: _LETTERS[m.group(1)], text)
-    text = re.sub(r"\\([\"'`^~c])\s*\{?(\w)\}?", lambda m: m.group(2) + _ACCENTS[m.group(1)], text)
-    return unicodedata.normalize("NFC", text.replace("{", "").replace("}", "").replace("\\", ""))
-
-
 def bib_entries(bib: Path) -> dict[str, dict[str, str]]:
-    """key -> {author, title, year, ...} from a BibTeX file (enough for a reference list)."""
+    """key -> {author, title, year, ...} from a BibTeX file, read by pybtex (Sphinx's own
+    BibTeX reader), LaTeX turned into plain Unicode: {\\"u} -> \u00fc, -- -> \u2013."""
+    from pybtex.database import parse_file
+    from pybtex.richtext import Text
+
+    def plain(latex: str) -> str:
+        return Text.from_latex(latex).render_as("text")
+
     entries = {}
-    for m in re.finditer(r"@\w+\{([^,\s]+),(.*?)\n\}", bib.read_text(encoding="utf-8"), re.S):
-        fields = {f.group(1).lower(): _latex(f.group(2)).strip()
-                  for f in re.finditer(r"(\w+)\s*=\s*\{((?:[^{}]|\{[^{}]*\})*)\}", m.group(2))}
-        entries[m.group(1)] = fields
+    for key, entry in parse_file(str(bib), bib_format="bibtex").entries.items():
+        fields = {name.lower(): plain(value).strip() for name, value in entry.fields.items()}
+        if "author" in entry.persons:
+            fields["author"] = " and ".join(plain(str(p)) for p in entry.persons["author"])
+        entries[key] = fields
     return entries
 
 
