@@ -81,32 +81,32 @@ def answer_leaks(text: str, markers=None) -> list[str]:
 def _tools():
     import sys
     sys.path.insert(0, str(ROOT / "tools"))
-    import student
-    return student
+    import solutions
+    return solutions
 
 
 def solution_lines(nb):
     """Every non-trivial line of a chapter's code solutions and model answers."""
-    student = _tools()
+    solutions = _tools()
     lines = set()
     for cell in nb.cells:
-        for m in student.BLOCK.finditer(cell.source):
-            if not student.is_prediction(m.group(2), m.group(1)):
+        for m in solutions.BLOCK.finditer(cell.source):
+            if not solutions.is_prediction(m.group(2), m.group(1)):
                 lines |= {ln.strip() for ln in m.group(2).splitlines()}
-        for m in student.DETAILS.finditer(cell.source):
+        for m in solutions.DETAILS.finditer(cell.source):
             lines |= {ln.strip() for ln in m.group(1).splitlines()}
     return {ln for ln in lines if len(ln) > 12 and not ln.startswith("#")}
 
 
 def predictions(nb):
     """[(name, its answer line)] for every prediction (``name = value`` in a solution block)."""
-    student = _tools()
+    solutions = _tools()
     found = []
     for cell in nb.cells:
-        for m in student.BLOCK.finditer(cell.source):
-            if student.is_prediction(m.group(2), m.group(1)):
+        for m in solutions.BLOCK.finditer(cell.source):
+            if solutions.is_prediction(m.group(2), m.group(1)):
                 line = m.group(2).strip()
-                found.append((student.ASSIGNMENT.match(line).group(1), line))
+                found.append((solutions.ASSIGNMENT.match(line).group(1), line))
     return found
 
 
@@ -141,12 +141,11 @@ def reader_problems(reader, source):
 def all_solution_lines(nb):
     """Every non-trivial line inside a solution block (predictions included) or a model answer
     of an instructor's notebook: none may show in a student's version."""
-    student = _tools()
-    import assignments
+    solutions = _tools()
     lines = set()
     for cell in nb.cells:
-        for m in student.BLOCK.finditer(cell.source):
+        for m in solutions.BLOCK.finditer(cell.source):
             lines |= {ln.strip() for ln in m.group(2).splitlines()}
-        for m in assignments.DETAILS.finditer(cell.source):
+        for m in solutions.DETAILS.finditer(cell.source):
             lines |= {ln.strip() for ln in m.group(1).splitlines()}
     return {ln for ln in lines if len(ln) > 12 and not ln.startswith("#")}

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import export_reader  # noqa: E402
 import notebooks_branch  # noqa: E402
 import site_solutions  # noqa: E402
-import student  # noqa: E402
+import solutions  # noqa: E402
 
 BIB = export_reader.bib_entries(BOOK / "references.bib")
 SMALL = "03_red_connections.ipynb"
@@ -77,8 +77,8 @@ def test_exercise_cells_hold_the_student_stub_and_predictions_an_ellipsis(reader
     source = nbformat.read(chapter, as_version=4)
     nb = nbformat.read(reader / chapter.name, as_version=4)
     text = "\n".join(c.source for c in nb.cells)
-    coding = sum(1 for c in source.cells for m in student.BLOCK.finditer(c.source)
-                 if not student.is_prediction(m.group(2), m.group(1)))
+    coding = sum(1 for c in source.cells for m in solutions.BLOCK.finditer(c.source)
+                 if not solutions.is_prediction(m.group(2), m.group(1)))
     assert text.count("raise NotImplementedError()") >= coding
     for name, _ in predictions(source):
         assert f"{name} = ...  # your prediction" in text, name

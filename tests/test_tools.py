@@ -9,6 +9,7 @@ from _book import CHAPTERS, ROOT
 sys.path.insert(0, str(ROOT / "tools"))
 import clean_nb  # noqa: E402
 import junit_summary  # noqa: E402
+import solutions  # noqa: E402
 import student  # noqa: E402
 
 
@@ -22,7 +23,7 @@ def test_student_version_removes_every_solution():
 
 def test_student_stub_keeps_indentation_and_the_function_signature():
     src = "def f(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n"
-    out = student.strip_solutions(src, "code")
+    out = solutions.strip_solutions(src, "code")
     assert out == "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n"
     namespace = {}
     exec(out, namespace)

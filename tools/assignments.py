@@ -37,12 +37,9 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_reader  # noqa: E402
+from solutions import BEGIN, BLOCK, DETAILS, END, prediction_name  # noqa: E402
 
 HEADING = re.compile(r"^### Exercise (\d+\.\d+) · (.*)$", re.M)
-DETAILS = re.compile(r"\n*<details>\s*<summary>\s*Model answer\s*</summary>\s*(.*?)</details>[ \t]*", re.S)
-BLOCK = re.compile(r"^[ \t]*### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*(\n|$)", re.S | re.M)
-PREDICTION = re.compile(r"^([ \t]*### BEGIN SOLUTION[^\n]*\n)([ \t]*)(\w+)\s*=\s*[^\n]+\n([ \t]*### END SOLUTION)",
-                        re.M)
 HIDDEN = "### BEGIN HIDDEN TESTS\nfrom beforeqkv.checks import grading\n{asserts}\n### END HIDDEN TESTS"
 
 
@@ -138,12 +135,12 @@ def source_version(nb, values: dict | None = None, bib: dict | None = None,
                 cell.metadata.setdefault("exercise", {})["kind"] = "open"
                 gid = f"ex{number.replace('.', '_')}_answer"
                 ans = nbformat.v4.new_markdown_cell(
-                    f"### BEGIN SOLUTION\n{answer.group(1).strip()}\n### END SOLUTION")
+                    f"{BEGIN}\n{answer.group(1).strip()}\n{END}")
                 _nbgrader(ans, gid, solution=True, grade=True, points=POINTS["open"])
                 ans.metadata["homework"] = {"kind": "open", "exercise": number}
                 cells.append(ans)
             continue
-        if "### BEGIN SOLUTION" not in cell.source:
+        if BEGIN not in cell.source:
             cells.append(cell)
             continue
         pred = re.search(r"checks\.check_prediction\(\s*[\"'](\w+)[\"']", cell.source)
@@ -186,8 +183,8 @@ def release_version(source):
     from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput,
                                         ClearSolutions, ComputeChecksums, LockCells)
     nb = copy.deepcopy(source)
-    predictions = {i: m.group(3) for i, cell in enumerate(nb.cells)
-                   if cell.cell_type == "code" and (m := PREDICTION.search(cell.source))}
+    predictions = {i: name for i, cell in enumerate(nb.cells)
+                   if cell.cell_type == "code" and (name := prediction_name(cell.source))}
     resources = {}
     steps = [LockCells(), ClearSolutions(enforce_metadata=False), ClearOutput(), CheckCellMetadata(),
              ComputeChecksums(), ClearHiddenTests(), ClearMarkScheme()]

@@ -52,6 +52,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import assignments  # noqa: E402
 import bootstrap  # noqa: E402
+from solutions import BLOCK, MARKER, is_prediction, prediction_name  # noqa: E402
 import export_reader  # noqa: E402
 
 OTTER_VERSION = "7.0.0"  # requirements-otter.txt pins the same
@@ -62,7 +63,6 @@ HAND_IN = ("## Handing in\n\n"
            "*File → Download → Download .ipynb*). The autograder runs it from the top in a fresh "
            "kernel: run every cell once, in order, before you save it.")
 HIDDEN_BLOCK = re.compile(r"\n?^### BEGIN HIDDEN TESTS\n.*?^### END HIDDEN TESTS[^\n]*", re.S | re.M)
-MARKER = re.compile(r"^([ \t]*)### (BEGIN|END) SOLUTION[^\n]*$", re.M)
 DATA_FILE = "requirements-data.txt"
 
 
@@ -95,10 +95,9 @@ def _otter_solution(cell):
     if cell.cell_type == "markdown":  # a model answer: the whole cell is the solution
         cell.source = MARKER.sub("", cell.source).strip("\n")
         return cell
-    m = assignments.PREDICTION.search(cell.source)
-    if m:  # `my_x = value` -> the student gets `my_x = ...`
-        line = cell.source[m.end(1):m.start(4)].rstrip("\n")
-        cell.source = cell.source[:m.start(1)] + f"{line}  # SOLUTION" + cell.source[m.end(4):]
+    if prediction_name(cell.source):  # `my_x = value` -> the student gets `my_x = ...`
+        cell.source = BLOCK.sub(lambda m: f"{m.group(2).rstrip()}  # SOLUTION"
+                                if is_prediction(m.group(2), m.group(1)) else m.group(0), cell.source)
     else:
         cell.source = MARKER.sub(lambda m: f"{m.group(1)}# {m.group(2)} SOLUTION", cell.source)
     return cell

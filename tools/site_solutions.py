@@ -13,8 +13,8 @@ on a scratch copy of the executed notebooks (never on ``book/`` or ``_exec/``):
   ``checks.check_prediction(...)`` would say "right." and why: the experiment after it
   shows the answer, the answer key stays private.
 
-The solution grammar is ``tools/student.py``'s (``BLOCK``, ``is_prediction``,
-``strip_solutions``); ``make book-students`` removes the solutions instead.
+The solution grammar is ``tools/solutions.py``'s, as in every tool; ``make book-students``
+(tools/student.py) removes the solutions instead.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from student import BLOCK, is_prediction, strip_solutions  # noqa: E402
+from solutions import BLOCK, is_prediction, strip_solutions  # noqa: E402
 
 SHOW, HIDE = "Show solution", "Hide solution"
 PREDICTION_SHOW, PREDICTION_HIDE = "Show the prediction cell", "Hide the prediction cell"

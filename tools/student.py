@@ -12,41 +12,18 @@ then asks for an answer instead of stopping Run All. Open questions lose their
 cells are removed (a passed prediction's output explains the answer). For the graded
 assignments with nbgrader metadata and reader Markdown, see ``tools/assignments.py``.
 """
-import re
 import sys
 from pathlib import Path
 
 import nbformat
 
-BLOCK = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*$", re.S | re.M)
-ASSIGNMENT = re.compile(r"^[ \t]*(\w+)\s*=\s*[^\n]+\n?$")
-DETAILS = re.compile(  # group 1: the model answer
-    r"\n*<details>\s*<summary>\s*Model answer\s*</summary>\s*(.*?)</details>[ \t]*", re.S)
-
-
-def is_prediction(body: str, indent: str = "") -> bool:
-    """True for a prediction's solution block: one unindented ``name = value`` line."""
-    return bool(ASSIGNMENT.match(body)) and not indent and "\n" not in body.strip()
-
-
-def strip_solutions(source: str, cell_type: str, comment: str = "your answer") -> str:
-    def stub(m):
-        indent, body = m.group(1), m.group(2)
-        if cell_type != "code":
-            return f"{indent}YOUR ANSWER HERE"
-        if is_prediction(body, indent):
-            return f"{ASSIGNMENT.match(body).group(1)} = ...  # {comment}"
-        return f"{indent}# YOUR CODE HERE\n{indent}raise NotImplementedError()"
-    return BLOCK.sub(stub, source)
-
-
-def strip_model_answers(source: str) -> str:
-    return DETAILS.sub("", source)
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from solutions import (BEGIN, BLOCK, DETAILS, is_prediction, strip_model_answers,  # noqa: E402,F401
+                       strip_solutions)
 
 def student_version(nb, keep_outputs: bool = False):
     for cell in nb.cells:
-        had_solution = "### BEGIN SOLUTION" in cell.source
+        had_solution = BEGIN in cell.source
         if had_solution:
             cell.source = strip_solutions(cell.source, cell.cell_type)
             tags = [t for t in cell.metadata.get("tags", []) if t not in ("hide-cell", "hide-input")]
