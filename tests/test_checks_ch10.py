@@ -64,7 +64,7 @@ def _ln(z, w, b, eps):
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda x, fx, w, b, e: x + _ln(fx, w, b, e), "pre-norm"),
+    (lambda x, fx, w, b, e: x + _ln(fx, w, b, e), "normalises only the sublayer"),
     (lambda x, fx, w, b, e: _ln(fx, w, b, e), "residual is missing"),
     (lambda x, fx, w, b, e: (x + fx - (x + fx).mean(-1, keepdim=True)) / ((x + fx).var(-1, keepdim=True) + e).sqrt()
      * w + b, "biased"),

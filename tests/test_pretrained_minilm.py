@@ -1,12 +1,14 @@
 """all-MiniLM-L6-v2 in the package Transformer reproduces the reference sentence similarities."""
+import json
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from beforeqkv import models
-from beforeqkv.pretrained import WeightsMissing, load_minilm
-from beforeqkv.pretrained.minilm import (REFERENCE_COSINES, REFERENCE_SENTENCES, hf_to_package, mean_pool,
-                                         minilm_config)
+from beforeqkv.pretrained import WeightsMissing, load_minilm, require
+from beforeqkv.pretrained.minilm import (DISTRIBUTION, MAX_SEQ_LENGTH, REFERENCE_COSINES, REFERENCE_SENTENCES,
+                                         hf_to_package, mean_pool, minilm_config)
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +102,23 @@ def test_mean_pool_ignores_padding():
 def test_config_is_the_bert_recipe():
     c = minilm_config()
     assert (c.activation, c.positions, c.embed_norm, c.final_norm, c.bias) == ("gelu", "learned", True, False, True)
+
+
+def test_the_shipped_files_say_what_chapter_10_quotes():
+    """The sizes, the 256-token limit and exercise 10.4's model answer (trained on 128 tokens)."""
+    try:
+        files = {name: require(DISTRIBUTION, f"model/{name}").read_text(encoding="utf-8")
+                 for name in ("config.json", "sentence_bert_config.json", "README.md")}
+    except WeightsMissing as err:
+        pytest.skip(str(err))
+    hf, card = json.loads(files["config.json"]), files["README.md"]
+    c = minilm_config()
+    assert (c.n_layers, c.d_model, c.n_heads, c.d_mlp, c.d_vocab, c.n_ctx, c.norm_eps) == (
+        hf["num_hidden_layers"], hf["hidden_size"], hf["num_attention_heads"], hf["intermediate_size"],
+        hf["vocab_size"], hf["max_position_embeddings"], hf["layer_norm_eps"]) == (6, 384, 12, 1536, 30522, 512, 1e-12)
+    assert json.loads(files["sentence_bert_config.json"])["max_seq_length"] == MAX_SEQ_LENGTH == 256
+    assert "sequence length was limited to 128 tokens" in card
+    assert "longer than 256 word pieces is truncated" in card
 
 
 # ------------------------------------------------------------------ figures of chapter 10

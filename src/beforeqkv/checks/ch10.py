@@ -85,7 +85,8 @@ def check_post_norm(fn):
         return (z - mu) / scale * w + b
 
     mistakes = {
-        "that is pre-norm, x + LN(f(x)); post-norm (BERT) normalises the sum: LN(x + f(x))":
+        "that normalises only the sublayer's output, x + LN(f(x)); post-norm (BERT) normalises "
+        "the sum: LN(x + f(x))":
             lambda x, fx, w, b, e: x + layer_norm(fx, w, b, e),
         "the residual is missing: normalise x + f(x), not f(x) alone":
             lambda x, fx, w, b, e: layer_norm(fx, w, b, e),
