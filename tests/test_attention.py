@@ -112,6 +112,18 @@ def test_rotary_preserves_norms_and_makes_scores_depend_on_offset_only():
     torch.testing.assert_close(s[0, 3, 1], s[0, 9, 7])  # same offset i - j = 2
 
 
+def test_rotary_with_smollm2s_sizes_turns_fast_pairs_every_few_tokens_and_slow_ones_barely():
+    """The numbers of exercise 11.5's model answer: base 100,000, d_head 64, 8,192 positions."""
+    cos, sin = A.rotary_tables(8192, 64, base=100_000.0, dtype=torch.float64)  # (8192, 64)
+    angle = torch.atan2(sin, cos)  # (8192, 64), wrapped to (-pi, pi]
+    assert abs(angle[1, 0].item() - 1.0) < 1e-6  # pair 0: one radian a token, a circle in 2 pi
+    assert 6.2 < 2 * math.pi / angle[1, 0].item() < 6.4
+    theta_31 = angle[1, 31].item()  # the slowest pair (31 = d_head/2 - 1)
+    assert 1.3e-5 < theta_31 < 1.5e-5 and 4.3e5 < 2 * math.pi / theta_31 < 4.5e5
+    assert 0.11 < angle[8191, 31].item() < 0.13  # ~7 degrees over the whole context
+    torch.testing.assert_close(angle[:, 31], angle[:, 63])  # c and c + d_head/2 turn together
+
+
 @pytest.mark.parametrize("bad", [
     lambda: A.attention_scores(torch.randn(2, 3, 4), torch.randn(2, 3, 5)),
     lambda: A.attend(torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.randn(2, 5, 4)),

@@ -46,7 +46,8 @@ def test_chapter_follows_the_skeleton(path):
     assert colab.cell_type == "code" and "remove-cell" in colab.metadata.get("tags", [])
     assert 'find_spec("beforeqkv")' in colab.source
     setup = nb.cells[2].source
-    for needle in ("beforeqkv.get_device()", "beforeqkv.setup()", "beforeqkv.seed_everything("):
+    # get_device("cpu") in a chapter whose reference numbers were computed on a CPU (chapter 11)
+    for needle in ("beforeqkv.get_device(", "beforeqkv.setup()", "beforeqkv.seed_everything("):
         assert needle in setup, f"setup cell lacks {needle}"
     code = "\n".join(sources(nb, "code"))
     md = "\n".join(sources(nb, "markdown"))

@@ -59,7 +59,7 @@ def test_check_rotary_passes_an_explicit_rotate_half(capsys):
 
 @pytest.mark.parametrize("options, hint", [
     ({"pairs": True}, "rotate-half"), ({"sign": -1.0}, "wrong way"), ({"start": 1}, "start at 0"),
-    ({"step": 1}, "base\\^\\(-2i/d_head\\)"),
+    ({"step": 1}, "base\\^\\(-2c/d_head\\)"),
 ])
 def test_check_rotary_rejects_typical_mistakes_with_a_hint(options, hint):
     with pytest.raises(CheckFailure, match=hint):
@@ -86,10 +86,10 @@ def test_check_q4_1_block_rejects_a_wrong_answer_without_a_known_mistake():
         checks.check_q4_1_block(lambda b: torch.zeros(32))
 
 
-def test_the_multi_query_question_is_registered():
-    assert checks.check_prediction("ch11_mqa_cache", 9)
+def test_the_cache_versus_weights_question_is_registered():
+    assert checks.check_prediction("ch11_cache_vs_weights", "multi-head only")
     with pytest.raises(CheckFailure):
-        checks.check_prediction("ch11_mqa_cache", 3)  # SmolLM2's own grouped factor
+        checks.check_prediction("ch11_cache_vs_weights", "multi-head and grouped-query")
 
 
 # ------------------------------------------------------------------ the capstone: a Llama GPT

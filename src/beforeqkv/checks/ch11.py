@@ -60,7 +60,7 @@ def _rotary_wrong(q, base, *, pairs=False, sign=1.0, start=0, step=2):
     inv_freq = base ** (-torch.arange(0, d, step)[: d // 2].float() / d)  # (d/2,)
     ang = torch.outer(torch.arange(start, start + t).float(), inv_freq)  # (T, d/2)
     c, s = ang.cos(), sign * ang.sin()
-    if pairs:  # rotate (x_0, x_1), (x_2, x_3), ...
+    if pairs:  # rotate adjacent coordinates (0, 1), (2, 3), ...
         a, b = q[..., 0::2], q[..., 1::2]
         return torch.stack([a * c - b * s, a * s + b * c], -1).flatten(-2)
     a, b = q[..., : d // 2], q[..., d // 2:]
@@ -70,20 +70,21 @@ def _rotary_wrong(q, base, *, pairs=False, sign=1.0, start=0, step=2):
 def check_rotary(fn):
     """Check ``fn(q, base) -> q`` rotated by rotary positions 0..T-1 (rotate-half layout).
 
-    q: (..., T, d_head) with d_head even; pair ``(q_i, q_{i + d_head/2})`` at position t
-    turns by the angle ``t * base^(-2i/d_head)``. Chapter 11 (positions: chapter 4).
+    q: (..., T, d_head) with d_head even; at position t = 0 .. T-1, coordinates c and
+    c + d_head/2 (c = 0 .. d_head/2 - 1) turn together by the angle ``t * base^(-2c/d_head)``.
+    Chapter 11 (positions: chapter 4).
     """
     g = _gen(12)
     cases = [(torch.randn(6, 8, generator=g), 10000.0), (torch.randn(2, 3, 5, 4, generator=g), 100.0),
              (torch.randn(1, 2, generator=g), 10000.0), (torch.randn(9, 64, generator=g), 100000.0)]
     mistakes = {
-        "pair element i with element i + d_head/2 (rotate-half), not with its neighbour i + 1":
+        "pair coordinate c with coordinate c + d_head/2 (rotate-half), not with its neighbour c + 1":
             lambda q, b: _rotary_wrong(q, b, pairs=True),
         "the rotation turns the wrong way: (a, b) -> (a cos - b sin, a sin + b cos)":
             lambda q, b: _rotary_wrong(q, b, sign=-1.0),
         "positions start at 0: the first token is not rotated at all":
             lambda q, b: _rotary_wrong(q, b, start=1),
-        "the frequencies are base^(-2i/d_head) for i = 0 .. d_head/2 - 1":
+        "the frequencies are base^(-2c/d_head) for c = 0 .. d_head/2 - 1":
             lambda q, b: _rotary_wrong(q, b, step=1),
     }
     return compare(fn, _rotary, cases, "rotary", mistakes, atol=1e-4,
@@ -141,8 +142,10 @@ def check_q4_1_block(fn):
 
 
 register_question(
-    "ch11_mqa_cache",
-    digits=1,
-    hint="count the key/value heads each model caches per layer and token.",
-    reveals=["ch11_mqa_factor"],
+    "ch11_cache_vs_weights",
+    choices=["none", "multi-head only", "multi-head and grouped-query", "all three"],
+    hint="per token and layer the cache holds one key and one value of d_head numbers for each "
+         "key/value head; multiply by the 30 layers and 8,192 tokens, and compare with 4 bytes "
+         "per parameter.",
+    reveals=["ch11_ctx_mha_mib", "ch11_ctx_gqa_mib", "ch11_ctx_mqa_mib"],
 )
