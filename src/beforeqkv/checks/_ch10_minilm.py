@@ -211,7 +211,7 @@ def _package_encode(tensors, tokens, mask):
 
 def _encoder_cases():
     m = _minilm()
-    sentences = [["The cat sat on the mat.", "A man is playing a guitar.",  # 8 tokens each
+    sentences = [["The cat sat on the mat.", "A man is playing a guitar.",  # 9 tokens each
                   "A person plays a musical instrument."],
                  ["Paris is the capital and largest city of France, on the Seine.", "Hi!"]]  # padded
     return [(_tensors(), *m.batch(s)) for s in sentences]
