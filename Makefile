@@ -1,11 +1,13 @@
 # Before Q, K, and V: one command to build the book, one to test it.
-#   make book   set up .venv, execute every chapter once, build _build/html (zero warnings)
+#   make book   set up .venv, execute every chapter once, build _build/html and _build/html/zh (zero warnings)
 #   make test   set up .venv, lint (ruff), run the unit tests and execute every chapter with nbmake
 #   make bench  time every chapter (budget: 60 s each on a 2-core CPU)
 #   make bench-attention  time attention (teaching, fast, torch) -> _build/bench/attention.csv
 #   make gpu-check  on a CUDA machine: unit tests, every chapter and both benchmarks on the GPU
 #   make notebooks-branch  after make site: the notebooks branch (reader notebooks) in _build/
 #   make test-site  open every built page in headless Chromium, offline (after make book)
+#   make site-zh  after make site: rebuild only the Chinese edition (_build/html/zh)
+#   make i18n-pot / i18n-update / i18n-status  the Chinese catalogs (locales/zh_CN)
 #   make lint   ruff over src/, tools/, tests/, _ext/ and every notebook (pyproject.toml, book/ruff.toml)
 #   make dist   build the wheel and sdist into dist/ and check them with twine
 #   make test-colab  simulate Colab: bare venv, one chapter alone, install from dist/
@@ -23,7 +25,7 @@ JB_FLAGS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export BEFOREQKV_PROGRESS ?= 0
 
-.PHONY: lint install book test unit execute site notebooks-branch bench bench-attention gpu-check student strip clean help vendor test-site dist test-colab
+.PHONY: lint install book test unit execute site site-src site-en site-zh i18n-pot i18n-update i18n-status notebooks-branch bench bench-attention gpu-check student strip clean help vendor test-site dist test-colab
 
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
@@ -68,8 +70,16 @@ vendor:
 # scratch copy (_exec_site) where tools/site_solutions.py folds each solution as "Show solution"
 # without its markers and drops the predictions' answers. The reader notebooks are made first
 # (dist/reader) and copied into the site (notebooks/), where the download button points.
+# Two editions from that one copy: English (_build/html) and Chinese (_build/html/zh, its
+# translations from locales/zh_CN; see "Translations" below). Each prints its build time.
 SITE_SRC := _exec_site
-site: $(STAMP) vendor
+I18N_LANG := zh_CN
+I18N_DIR := zh
+site: site-src site-en site-zh
+	@echo "== the book is at $(CURDIR)/_build/html/index.html ($$(du -sh _build/html | cut -f1)), in Chinese at _build/html/$(I18N_DIR)/index.html"
+
+# The executed copy both editions (and the catalogs, make i18n-pot) are built from.
+site-src: $(STAMP) vendor
 	@test -d $(EXEC)/book || { echo "no executed notebooks: run 'make execute' first"; exit 1; }
 	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
 	@rm -rf $(SITE_SRC) && mkdir -p $(SITE_SRC)
@@ -77,10 +87,44 @@ site: $(STAMP) vendor
 	@rm -rf $(SITE_SRC)/book/_static && cp -r book/_static $(SITE_SRC)/book/_static
 	@cp -r _build/vendor/mathjax $(SITE_SRC)/book/_static/mathjax
 	$(BIN)/python tools/site_solutions.py $(SITE_SRC)/book
+
+site-en: $(STAMP)
+	@test -d $(SITE_SRC)/book || { echo "no $(SITE_SRC): run 'make site' (or make site-src) first"; exit 1; }
 	@rm -rf _build/html
-	$(BIN)/jupyter-book build $(SITE_SRC) --path-output . $(JB_FLAGS)
+	@t0=$$(date +%s); $(BIN)/jupyter-book build $(SITE_SRC) --path-output . $(JB_FLAGS); \
+	  echo "== English edition built in $$(( $$(date +%s) - t0 )) s"
 	@mkdir -p _build/html/notebooks && cp dist/reader/[0-9]*.ipynb _build/html/notebooks/
-	@echo "== the book is at $(CURDIR)/_build/html/index.html ($$(du -sh _build/html | cut -f1))"
+
+# The Chinese edition, from the same executed copy: _config.yml with locales/zh_CN/config.yml
+# merged in (tools/i18n.py config, so the two never drift), the catalogs of locales/.
+site-zh: $(STAMP)
+	@test -d $(SITE_SRC)/book || { echo "no $(SITE_SRC): run 'make site' (or make site-src) first"; exit 1; }
+	@test -d _build/html || { echo "no English edition in _build/html: run 'make site' (or make site-en) first"; exit 1; }
+	@rm -rf $(SITE_SRC)/locales _build/$(I18N_DIR) _build/html/$(I18N_DIR) && cp -r locales $(SITE_SRC)/locales
+	$(BIN)/python tools/i18n.py config --lang $(I18N_LANG) _config.yml $(SITE_SRC)/_config_$(I18N_DIR).yml
+	@t0=$$(date +%s); $(BIN)/jupyter-book build $(SITE_SRC) --config $(SITE_SRC)/_config_$(I18N_DIR).yml \
+	  --path-output _build/$(I18N_DIR) $(JB_FLAGS); \
+	  echo "== Chinese edition built in $$(( $$(date +%s) - t0 )) s"
+	@mv _build/$(I18N_DIR)/_build/html _build/html/$(I18N_DIR)
+	@echo "== the Chinese edition is at $(CURDIR)/_build/html/$(I18N_DIR)/index.html"
+
+# Translations (locales/zh_CN; the English pages stay the only source, see locales/README.md):
+#   make i18n-pot     extract every page's prose into _build/gettext/<page>.pot (from the executed copy)
+#   make i18n-update  bring locales/zh_CN/LC_MESSAGES/<page>.po up to date with them (sphinx-intl)
+#   make i18n-status  translated / fuzzy / missing per page (fuzzy and missing show in English)
+i18n-pot: site-src
+	@rm -rf _build/gettext _build/i18n
+	$(BIN)/jupyter-book build $(SITE_SRC) --path-output _build/i18n --builder custom --custom-builder gettext $(JB_FLAGS)
+	@mv _build/i18n/_build/gettext _build/gettext && rm -rf _build/i18n
+	@echo "== $$(find _build/gettext -name '*.pot' | wc -l) catalogs in _build/gettext"
+
+i18n-update: $(STAMP)
+	@test -d _build/gettext || { echo "no _build/gettext: run 'make i18n-pot' first"; exit 1; }
+	$(BIN)/python -m sphinx_intl update -p _build/gettext -d locales -l $(I18N_LANG) -w 0
+	$(BIN)/python tools/i18n.py status --lang $(I18N_LANG)
+
+i18n-status: $(STAMP)
+	@$(BIN)/python tools/i18n.py status --lang $(I18N_LANG)
 
 # The branch Colab and Binder open (bqkv_notebooks_branch in _config.yml): the reader
 # notebooks under book/, binder/ and a README, assembled in _build/notebooks-branch.
@@ -90,7 +134,7 @@ notebooks-branch: $(STAMP)
 # The built site in headless Chromium with every host but 127.0.0.1 unresolvable;
 # screenshots (1280 and 390 px wide) go to _build/screenshots/.
 test-site: $(STAMP)
-	$(BIN)/python -m pytest tests/test_site.py tests/test_browser.py -q -p no:cacheprovider \
+	$(BIN)/python -m pytest tests/test_site.py tests/test_i18n.py tests/test_browser.py -q -p no:cacheprovider \
 	  --require-site --junitxml=_build/junit-site.xml
 
 # Wheel + sdist for PyPI, built and checked in a throwaway venv (not .venv).
@@ -179,6 +223,7 @@ teachers: $(STAMP)
 book-students: $(STAMP) vendor | $(EXEC)/book
 	@rm -rf _exec_students && mkdir -p _exec_students
 	@cp -r $(EXEC)/book _config.yml _toc.yml _ext _exec_students/ && cp book/*.md book/*.bib _exec_students/book/
+	$(BIN)/python tools/i18n.py config --lang en --only _config.yml _exec_students/_config.yml
 	@rm -rf _exec_students/book/_static && cp -r book/_static _exec_students/book/_static
 	@cp -r _build/vendor/mathjax _exec_students/book/_static/mathjax
 	$(BIN)/python tools/student.py --site _exec_students/book

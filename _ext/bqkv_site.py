@@ -15,11 +15,43 @@
 * Figures are numbered per chapter, "Figure 5.2" for chapter 5's second figure (Sphinx
   alone counts on across the whole book when the toc is not numbered); other pages
   number theirs from 1. tools/export_reader.py numbers the reader notebooks the same way.
+* Editions: the site holds one edition per language of ``bqkv_editions`` (English at the
+  root, Chinese under ``zh/``; tools/i18n.py, locales/). Every page's header links to the
+  same page in each other edition, by a relative URL (works offline and on any host), and
+  names it in a ``<link rel="alternate" hreflang>``. The download button of a chapter in
+  another edition serves the reader notebook at the root of the site. ``bqkv_ui_strings``
+  translates the strings the notebooks and this extension put on a page without going
+  through a catalog (fold prompts, the model answers' ``<summary>``, a tooltip).
+* Glue in translations: Sphinx parses a translated message as a fresh Markdown document,
+  where myst-nb's ``{glue:text}`` finds no notebook to read (it warns "No key ... found in
+  glue data"). The notebook parser below rewrites each local ``{glue:text}`key:fmt``` of a
+  translated message as a reference to the page's own notebook, ``page.ipynb::key:fmt``,
+  which myst-nb resolves from the glue data it saved while reading the page.
+* The part captions of the table of contents ("Part I · Memory") are translated from the
+  root page's catalog: sphinx-external-toc inserts its toctrees (priority 100) after
+  Sphinx's own translation pass (20) has run, so Sphinx never sees them.
+* Chinese search: Sphinx's ``zh`` search language with two changes. jieba cuts only the
+  runs of Chinese characters (Latin words and numbers are taken by Sphinx's own regular
+  expression anyway; jieba over a whole page of English and code tripled the build time),
+  and the Chinese terms of ``html_search_options["bqkv_terms"]`` (locales/zh_CN/TERMS.md)
+  are words of its dictionary, so 残差流 or 因果掩码 is found as one word. Its record of
+  Latin words is a set: Sphinx's is one list for the whole build, searched for every word
+  stemmed (47 of the edition's 110 s went there).
 """
 from __future__ import annotations
 
+import html
 import re
+from pathlib import Path
 
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.locale import init as init_locale
+from myst_nb.sphinx_ import Parser as _NotebookParser
+from sphinx.search import zh as sphinx_zh
+from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.i18n import docname_to_domain
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -88,14 +120,14 @@ def _reader_buttons(app, pagename, templatename, context, doctree):
         return
     urls = launch_urls(app, pagename)
     name = pagename.split("/")[-1] + ".ipynb"
-    download = context["pathto"](f"{app.config.bqkv_notebooks_dir}/{name}", 1)
+    download = context["pathto"](f"{site_root(app)}{app.config.bqkv_notebooks_dir}/{name}", 1)
     for group in context["header_buttons"]:
         for button in group.get("buttons", []):
             if group.get("label") == "launch-buttons" and button.get("text") in urls:
                 button["url"] = urls[button["text"]]
             elif group.get("label") == "download-buttons" and button.get("text") == ".ipynb":
                 button["url"] = download
-                button["tooltip"] = "Download the notebook (answers at its end)"
+                button["tooltip"] = ui_string(app, "Download the notebook (answers at its end)")
 
 
 def chapter_number(docname: str) -> int | None:
@@ -116,9 +148,187 @@ def _number_figures_per_chapter(app, env):
     return []
 
 
+# --------------------------------------------------------------------------------- editions
+LANGUAGE_NAMES = {"en": "English", "zh_CN": "中文"}
+
+
+def language(app) -> str:
+    return getattr(app.config, "language", None) or "en"
+
+
+def hreflang(lang: str) -> str:
+    """The BCP 47 tag of a Sphinx language name: zh_CN -> zh-CN."""
+    return lang.replace("_", "-")
+
+
+def _editions(app) -> dict[str, str]:
+    editions = getattr(app.config, "bqkv_editions", None) or {}
+    for lang, prefix in editions.items():
+        if prefix and (not prefix.endswith("/") or prefix.startswith("/") or ".." in prefix):
+            raise ValueError(f"bqkv_editions: {lang}'s folder must be relative and end in '/', got {prefix!r}")
+    return editions
+
+
+def site_root(app) -> str:
+    """From the root of this edition to the root of the site: '' for English, '../' for zh/."""
+    return "../" * _editions(app).get(language(app), "").count("/")
+
+
+def edition_links(app, pagename: str, target_uri: str) -> list[dict]:
+    """The same page in every other edition: [{lang, hreflang, label, url}], relative URLs.
+
+    ``target_uri`` is the page's file in its edition ("book/01_squished_memory.html")."""
+    editions = _editions(app)
+    here = language(app)
+    if here not in editions or len(editions) < 2:
+        return []
+    up = "../" * pagename.count("/") + site_root(app)
+    return [{"lang": lang, "hreflang": hreflang(lang), "label": LANGUAGE_NAMES.get(lang, lang),
+             "url": f"{up}{prefix}{target_uri}"}
+            for lang, prefix in editions.items() if lang != here]
+
+
+def _language_switch(app, pagename, templatename, context, doctree):
+    links = edition_links(app, pagename, app.builder.get_target_uri(pagename))
+    context["bqkv_edition_links"] = links
+    alternates = "".join(f'\n<link rel="alternate" hreflang="{e["hreflang"]}" href="{html.escape(e["url"])}" />'
+                         for e in links)
+    context["metatags"] = context.get("metatags", "") + alternates
+
+
+def ui_string(app, text: str) -> str:
+    return (getattr(app.config, "bqkv_ui_strings", None) or {}).get(text, text)
+
+
+class TranslateUiStrings(SphinxPostTransform):
+    """Fold prompts (myst-nb's, after it resolved ``{type}``) and the model answers'
+    ``<summary>`` in the language of the edition (``bqkv_ui_strings``)."""
+
+    default_priority = 250  # after myst-nb's HideInputCells (199) made the folds
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        strings = self.app.config.bqkv_ui_strings or {}
+        if not strings:
+            return
+        for node in self.document.findall(nodes.Element):
+            if "prompt_show" in node.attributes:
+                for key in ("prompt_show", "prompt_hide"):
+                    node[key] = strings.get(node[key], node[key])
+        for node in self.document.findall(nodes.raw):
+            text = node.astext()
+            new = re.sub(r"<summary>([^<]*)</summary>",
+                         lambda m: f"<summary>{html.escape(strings.get(m.group(1), m.group(1)))}</summary>", text)
+            if new != text:
+                node.replace_self(nodes.raw(node.rawsource, new, **node.attributes))
+
+
+class TranslateTocCaptions(SphinxTransform):
+    """The captions of the toctrees sphinx-external-toc inserted, from the page's catalog."""
+
+    default_priority = 110  # after sphinx_external_toc.events.InsertToctrees (100)
+
+    def apply(self, **kwargs):
+        if not self.config.language or self.config.language == "en":
+            return
+        toctrees = [n for n in self.document.findall(addnodes.toctree) if n.get("caption")]
+        if not toctrees:
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        dirs = [str(Path(self.env.srcdir) / d) for d in self.config.locale_dirs]
+        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
+        if not has_catalog:
+            return
+        for node in toctrees:
+            original = node.get("rawcaption") or node["caption"]
+            translated = catalog.gettext(original)
+            if translated and translated != original:
+                node["caption"] = translated
+
+
+GLUE_TEXT = re.compile(r"\{glue:text\}`([A-Za-z0-9_]+)(?::([^`]*))?`")
+
+
+def glue_in_translation(text: str, notebook: str) -> str:
+    """``{glue:text}`key:fmt``` -> ``{glue:text}`notebook::key:fmt``` (fmt defaults to s)."""
+    return GLUE_TEXT.sub(lambda m: f"{{glue:text}}`{notebook}::{m.group(1)}:{m.group(2) or 's'}`", text)
+
+
+class NotebookParser(_NotebookParser):
+    """myst-nb's notebook parser; in a translated message, glue reads the page's notebook."""
+
+    def parse(self, inputstring: str, document: nodes.document) -> None:
+        if document.current_source and document.current_source.endswith("<translated>"):
+            env = document.settings.env
+            inputstring = glue_in_translation(inputstring, Path(env.doc2path(env.docname)).name)
+        return super().parse(inputstring, document)
+
+
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def chinese_terms(terms_md: str | Path) -> list[str]:
+    """The Chinese column of a TERMS.md table (| English | 中文 | ...)."""
+    words = []
+    for line in Path(terms_md).read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) > 1 and CJK.search(cells[1]):
+            words.append(cells[1])
+    return words
+
+
+class ChineseSearch(sphinx_zh.SearchChinese):
+    """Sphinx's Chinese search language; jieba sees the Chinese text only, and knows the
+    book's terms (see the module docstring)."""
+
+    def init(self, options: dict[str, str]) -> None:
+        super().init(options)
+        self.latin_terms = set()  # stem() asks `word in self.latin_terms` for every word
+        terms = options.get("bqkv_terms")
+        if sphinx_zh.JIEBA and terms:
+            for word in chinese_terms(terms):
+                for part in word.split():   # "KV 缓存": 缓存 is the word jieba sees
+                    if CJK.fullmatch(part):
+                        sphinx_zh.jieba.add_word(part)
+
+    def split(self, input: str) -> list[str]:
+        chinese = []
+        if sphinx_zh.JIEBA:
+            chinese = [w for run in CJK.findall(input) for w in sphinx_zh.jieba.cut_for_search(run)]
+        latin = [term.strip() for term in self.latin1_letters.findall(input)]
+        self.latin_terms.update(latin)
+        return chinese + latin
+
+
+def _templates_and_assets(app, config):
+    """The language switch is a header component; its style and the CJK font fallback are
+    served from the site (no web font: each reader's system CJK fonts)."""
+    here = Path(__file__).resolve().parent
+    config.templates_path = [*config.templates_path, str(here / "templates")]
+    config.html_static_path = [*config.html_static_path, str(here / "static")]
+    options = config.html_theme_options
+    end = options.get("article_header_end", ["article-header-buttons.html"])
+    end = [end] if isinstance(end, str) else list(end)
+    if config.bqkv_editions and "bqkv-language-switch.html" not in end:
+        options["article_header_end"] = ["bqkv-language-switch.html", *end]
+    search = config.html_search_options or {}
+    if search.get("bqkv_terms"):
+        config.html_search_options = {**search, "bqkv_terms": str(Path(app.srcdir) / search["bqkv_terms"])}
+
+
 def setup(app):
     app.add_config_value("bqkv_notebooks_branch", "notebooks", "html")
     app.add_config_value("bqkv_notebooks_dir", "notebooks", "html")
+    app.add_config_value("bqkv_editions", {}, "html")
+    app.add_config_value("bqkv_ui_strings", {}, "env")
+    app.connect("config-inited", _templates_and_assets)
+    app.add_css_file("bqkv_i18n.css")
+    app.add_post_transform(TranslateUiStrings)
+    app.add_transform(TranslateTocCaptions)
+    app.add_source_parser(NotebookParser, override=True)
+    app.add_search_language(ChineseSearch)
+    # Before pydata-sphinx-theme drops the header components that render empty (priority 500).
+    app.connect("html-page-context", _language_switch, priority=400)
     app.connect("html-page-context", _clean, priority=900)
     app.connect("html-page-context", _reader_buttons, priority=900)
     app.connect("env-get-updated", _number_figures_per_chapter, priority=900)

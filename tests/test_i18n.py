@@ -1,0 +1,432 @@
+"""The Chinese edition (tools/i18n.py, locales/zh_CN, _ext/bqkv_site.py).
+
+Catalog tests need no build: every translation keeps the English's roles, glue, math and
+code; the translated pages use each term of locales/zh_CN/TERMS.md one way; the edition's
+configuration is _config.yml plus its overlay; `make i18n-status` counts right. Site tests
+(the `site` fixture: `make site`, then --require-site) check both editions in _build/html:
+every English page has its Chinese page, the language switch links the two both ways, the
+Chinese pages say lang="zh-CN" and show the catalogs' translations, and the Chinese search
+index finds 注意力.
+"""
+import html as html_lib
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from posixpath import normpath
+
+import pytest
+import yaml
+
+from _book import ROOT, toc_files
+
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "_ext"))
+import i18n  # noqa: E402
+
+LANG = "zh_CN"
+PO_DIR = ROOT / "locales" / LANG / "LC_MESSAGES"
+CATALOGS = sorted(PO_DIR.rglob("*.po"))
+# The pages translated in full (the rest of the book falls back to English, and is counted).
+TRANSLATED = ["book/index", "book/notation", "book/glossary", "book/01_squished_memory"]
+
+
+def page_of(po: Path) -> str:
+    return po.relative_to(PO_DIR).with_suffix("").as_posix()
+
+
+def translated_entries(po: Path):
+    """(msgid, msgstr, user comments) of every translated, non-fuzzy message of a catalog."""
+    return [(m.id, m.string, m.user_comments) for m in i18n.messages(i18n.read_catalog(po))
+            if m.string and not m.fuzzy]
+
+
+# --------------------------------------------------------------------------------- catalogs
+def test_there_is_a_catalog_for_each_translated_page_and_only_for_pages_of_the_book():
+    pages = set(toc_files())
+    assert {page_of(po) for po in CATALOGS} <= pages, "a catalog for a page the book does not have"
+    assert set(TRANSLATED) <= {page_of(po) for po in CATALOGS}
+
+
+@pytest.mark.parametrize("po", CATALOGS, ids=page_of)
+def test_every_translation_keeps_the_roles_glue_math_and_code_of_its_english(po):
+    bad = {msgid[:70]: i18n.markup_problems(msgid, msgstr)
+           for msgid, msgstr, _ in translated_entries(po) if i18n.markup_problems(msgid, msgstr)}
+    assert not bad, json.dumps(bad, ensure_ascii=False, indent=1)
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_translated_pages_are_translated_in_full(page):
+    po = PO_DIR / f"{page}.po"
+    catalog = i18n.messages(i18n.read_catalog(po))
+    untranslated = [m.id[:70] for m in catalog if not m.string or m.fuzzy]
+    assert catalog and not untranslated, untranslated
+
+
+def test_markup_problems_sees_a_lost_glue_a_changed_target_and_a_dropped_formula():
+    msgid = "With {glue:text}`ch1_n:.2f` facts, {ref}`chapter 2 <ch-two>` shows $N$ and `hidden`."
+    good = "有 {glue:text}`ch1_n:.2f` 个事实，{ref}`第 2 章 <ch-two>` 展示了 $N$ 和 `hidden`。"
+    assert i18n.markup_problems(msgid, good) == []
+    assert i18n.markup_problems(msgid, "{ref}`第 2 章 <ch-two>` 展示了 $N$ 和 `hidden`。")  # glue lost
+    assert i18n.markup_problems(msgid, "有 {glue:text}`ch1_n:.3f` 个，{ref}`第 2 章 <ch-two>` $N$ `hidden`")
+    assert i18n.markup_problems(msgid, "有 {glue:text}`ch1_n:.2f` 个，{ref}`第 2 章 <ch-3>` $N$ `hidden`")
+    assert i18n.markup_problems(msgid, "有 {glue:text}`ch1_n:.2f` 个，{ref}`第 2 章 <ch-two>` N `hidden`")
+    assert i18n.markup_problems(msgid, "有 {glue:text}`ch1_n:.2f` 个，{ref}`第 2 章 <ch-two>` $N$ hidden")
+
+
+# ------------------------------------------------------------------------------------ terms
+TERMS = i18n.read_terms(ROOT / "locales" / LANG / "TERMS.md")
+
+
+def test_the_term_table_gives_each_term_one_translation():
+    english = [e.lower() for t in TERMS for e in t.english]
+    assert len(TERMS) >= 40 and len(english) == len(set(english)), "an English term listed twice"
+    for t in TERMS:
+        assert t.chinese and not any(a == t.chinese for a in t.avoid), t
+    # The terms the issue fixed.
+    table = {e: t.chinese for t in TERMS for e in t.english}
+    assert table["attention"] == "注意力" and table["query"] == "查询" and table["key"] == "键"
+    assert table["value"] == "值" and table["multi-head attention"] == "多头注意力"
+    assert table["residual stream"] == "残差流" and table["causal mask"] == "因果掩码"
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_translated_pages_use_each_terms_one_translation(page):
+    """Where a message's English says a term, its Chinese says the term's translation and
+    none of the translations the table rules out. A translator comment `terms: key` on a
+    message exempts that term there (none is needed today)."""
+    bad = []
+    for msgid, msgstr, comments in translated_entries(PO_DIR / f"{page}.po"):
+        exempt = {w.strip() for c in comments if c.startswith("terms:") for w in c[6:].split(",")}
+        english = i18n.prose(msgid)
+        for term in TERMS:
+            if term.english[0] in exempt:
+                continue
+            if any(i18n.term_pattern(e).search(english) for e in term.english) and term.chinese not in msgstr:
+                bad.append(f"{term.english[0]} -> {term.chinese} missing in: {msgstr[:60]}")
+            bad += [f"{term.english[0]}: {a} instead of {term.chinese} in: {msgstr[:60]}"
+                    for a in term.avoid if a in msgstr]
+    assert not bad, "\n".join(bad)
+
+
+def test_term_patterns_match_whole_words_and_plurals_only():
+    assert i18n.term_pattern("query").search("two queries")
+    assert i18n.term_pattern("matrix").search("weight matrices")
+    assert i18n.term_pattern("head").search("one head's keys")
+    assert not i18n.term_pattern("head").search("a multi-head layer")
+    assert not i18n.term_pattern("token").search("the tokenizer")
+    assert not i18n.term_pattern("embedding").search("the unembedding")
+    assert i18n.term_pattern("dot product").search("dot-product scores")
+
+
+# ---------------------------------------------------------------------- configuration, status
+def test_the_chinese_edition_is_config_yml_plus_its_overlay(tmp_path):
+    base = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    out = tmp_path / "_config_zh.yml"
+    i18n.main(["config", str(ROOT / "_config.yml"), str(out), "--lang", LANG])
+    zh = yaml.safe_load(out.read_text(encoding="utf-8"))
+    sphinx = zh["sphinx"]["config"]
+    assert sphinx["language"] == LANG and sphinx["html_search_language"] == "zh"
+    assert sphinx["locale_dirs"] == ["locales"] and sphinx["gettext_compact"] is False
+    assert sphinx["bqkv_editions"] == {"en": "", LANG: "zh/"}
+
+    overlay = i18n.overlay(LANG)
+
+    def same_outside_overlay(a, b, over, path=""):
+        for key in set(a) | set(b):
+            if key not in over:
+                assert a.get(key) == b.get(key), f"{path}{key} drifted from _config.yml"
+            elif isinstance(over[key], dict) and isinstance(a.get(key), dict):
+                same_outside_overlay(a[key], b[key], over[key], f"{path}{key}.")
+            else:
+                assert b[key] == over[key], f"{path}{key} is not the overlay's"
+
+    same_outside_overlay(base, zh, overlay)
+
+
+def test_a_site_with_one_edition_has_no_language_switch(tmp_path):
+    out = tmp_path / "_config.yml"
+    i18n.main(["config", str(ROOT / "_config.yml"), str(out), "--lang", "en", "--only"])
+    assert yaml.safe_load(out.read_text(encoding="utf-8"))["sphinx"]["config"]["bqkv_editions"] == {"en": ""}
+
+
+def test_status_counts_translated_fuzzy_and_missing_against_the_pot(tmp_path):
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+    pot, po = Catalog(), Catalog(locale=LANG)
+    for msg in ("One", "Two", "Three", "Four"):
+        pot.add(msg)
+    po.add("One", "一")
+    po.add("Two", "二", flags=["fuzzy"])
+    po.add("Three", "")
+    po.add("Gone", "旧")  # no longer in the English: not counted
+    (tmp_path / "gettext" / "book").mkdir(parents=True)
+    (tmp_path / "locales" / LANG / "LC_MESSAGES" / "book").mkdir(parents=True)
+    with open(tmp_path / "gettext" / "book" / "p.pot", "wb") as f:
+        write_po(f, pot)
+    with open(tmp_path / "locales" / LANG / "LC_MESSAGES" / "book" / "p.po", "wb") as f:
+        write_po(f, po)
+    (tmp_path / "_toc.yml").write_text("root: book/p\nchapters:\n  - file: book/q\n")
+    rows = i18n.status(LANG, tmp_path / "gettext", tmp_path / "locales", tmp_path / "_toc.yml")
+    assert [(r.page, r.total, r.translated, r.fuzzy, r.missing, r.source) for r in rows] == [
+        ("book/p", 4, 1, 1, 2, "pot"), ("book/q", None, 0, 0, None, "none")]
+    text = i18n.format_status(rows, LANG)
+    assert "book/q" in text and "no catalog" in text and "1 of 2 pages" not in text
+
+
+def test_i18n_status_reports_every_page_and_exits_0(capsys):
+    assert i18n.main(["status", "--lang", LANG, "--pot", str(ROOT / "no-such-dir")]) == 0
+    out = capsys.readouterr().out
+    for page in toc_files():
+        assert page in out
+    rows = {r.page: r for r in i18n.status(LANG, None)}
+    for page in TRANSLATED:
+        assert rows[page].total and rows[page].translated == rows[page].total and rows[page].missing == 0
+
+
+def test_jieba_and_sphinx_intl_are_pinned_for_everyone():
+    reqs = (ROOT / "requirements.txt").read_text()
+    assert re.search(r"^jieba==", reqs, re.M), "html_search_language zh without jieba indexes no Chinese word"
+    assert re.search(r"^sphinx-intl==", reqs, re.M)
+
+
+# --------------------------------------------------------------------- the extension's parts
+def test_edition_links_are_relative_and_lead_to_the_same_page():
+    import bqkv_site
+
+    class App:
+        class config:
+            language = None
+            bqkv_editions = {"en": "", LANG: "zh/"}
+
+    app = App()
+    assert bqkv_site.edition_links(app, "book/01_x", "book/01_x.html")[0]["url"] == "../zh/book/01_x.html"
+    assert bqkv_site.edition_links(app, "search", "search.html")[0]["url"] == "zh/search.html"
+    assert bqkv_site.site_root(app) == ""
+    App.config.language = LANG
+    link = bqkv_site.edition_links(app, "book/01_x", "book/01_x.html")[0]
+    assert link["url"] == "../../book/01_x.html" and link["label"] == "English" and link["hreflang"] == "en"
+    assert bqkv_site.site_root(app) == "../"
+    App.config.bqkv_editions = {LANG: ""}
+    assert bqkv_site.edition_links(app, "search", "search.html") == []
+
+
+def test_chinese_search_cuts_chinese_with_the_books_terms_and_keeps_latin_words():
+    import bqkv_site
+    jieba = pytest.importorskip("jieba")
+    assert "残差流" in bqkv_site.chinese_terms(ROOT / "locales" / LANG / "TERMS.md")
+    search = bqkv_site.ChineseSearch({"bqkv_terms": str(ROOT / "locales" / LANG / "TERMS.md")})
+    words = search.split("每个子层读取残差流（residual stream），LSTM 的 hidden 为 128。")
+    assert "残差流" in words and "residual" in words and "LSTM" in words and "128" in words
+    assert not any(re.search(r"[A-Za-z]", w) and re.search(r"[\u4e00-\u9fff]", w) for w in words)
+    assert jieba is bqkv_site.sphinx_zh.jieba
+
+
+def test_glue_in_a_translation_reads_the_pages_own_notebook():
+    import bqkv_site
+    text = "准确率 {glue:text}`ch1_lstm_n2:.2f`，共 {glue:text}`ch1_lstm2_state` 个；{numref}`fig-x`"
+    assert bqkv_site.glue_in_translation(text, "01_x.ipynb") == (
+        "准确率 {glue:text}`01_x.ipynb::ch1_lstm_n2:.2f`，共 {glue:text}`01_x.ipynb::ch1_lstm2_state:s` 个；"
+        "{numref}`fig-x`")
+
+
+# ------------------------------------------------------------------------------ the site
+def zh(site):
+    return site / "zh"
+
+
+def html_pages(root: Path):
+    """The Sphinx pages of one edition (not the root redirect, not another edition)."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html")
+                  if not p.relative_to(root).parts[0].startswith(("_", "zh"))
+                  and 'http-equiv="refresh"' not in p.read_text(encoding="utf-8")[:3000].lower())
+
+
+def switch_target(page: Path) -> tuple[str, str]:
+    """(href, hreflang) of a page's language switch."""
+    text = page.read_text(encoding="utf-8")
+    m = re.search(r'<a class="btn btn-sm bqkv-language" href="([^"]+)" hreflang="([^"]+)"', text)
+    assert m, f"{page}: no language switch"
+    return html_lib.unescape(m.group(1)), m.group(2)
+
+
+def test_every_english_page_has_a_chinese_page_and_the_switch_links_both_ways(site):
+    english = html_pages(site)
+    assert len(english) >= len(toc_files()) + 2  # the book, search, genindex
+    for rel in english:
+        zh_page = zh(site) / rel
+        assert zh_page.is_file(), f"no Chinese page for {rel}"
+        href, lang = switch_target(site / rel)
+        assert lang == "zh-CN" and not href.startswith(("/", "http"))
+        assert normpath((Path(rel).parent / href).as_posix()) == f"zh/{rel}", (rel, href)
+        href, lang = switch_target(zh_page)
+        assert lang == "en" and not href.startswith(("/", "http"))
+        assert normpath((Path("zh") / Path(rel).parent / href).as_posix()) == rel, (rel, href)
+    assert html_pages(zh(site)) == english, "the Chinese edition has pages the English one lacks"
+
+
+def test_the_editions_declare_their_language_and_the_chinese_one_loads_nothing_remote(site):
+    for rel in html_pages(site):
+        assert re.search(r'<html[^>]* lang="en"', (site / rel).read_text(encoding="utf-8")), rel
+        text = (zh(site) / rel).read_text(encoding="utf-8")
+        assert re.search(r'<html[^>]* lang="zh-CN"', text), rel
+        remote = re.findall(r"<(?:script|link)[^>]+(?:src|href)=\"((?:https?:)?//[^\"]+)\"", text)
+        assert not remote, f"zh/{rel} loads {remote}"
+        assert "bqkv_i18n.css" in text
+
+
+def test_cjk_text_uses_the_readers_system_fonts_and_no_web_font(site):
+    css = (zh(site) / "_static" / "bqkv_i18n.css").read_text(encoding="utf-8")
+    assert 'html[lang|="zh"]' in css and "Noto Sans CJK SC" in css and "Microsoft YaHei" in css
+    assert "@font-face" not in css and "url(" not in css
+
+
+class _Blocks(HTMLParser):
+    """The text of every prose block (paragraph, heading, table cell, term) of a page's
+    article, outside code cells and their outputs, in document order."""
+
+    BLOCKS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "td", "th", "dt"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.skip, self.blocks, self.current = [], 0, [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("br", "img", "meta", "link", "input", "hr"):
+            return
+        cls = dict(attrs).get("class") or ""
+        skip = tag in ("script", "style", "pre") or any(
+            c in cls.split() for c in ("cell_output", "cell_input", "headerlink", "math", "bqkv-explorer"))
+        self.stack.append((tag, skip))
+        self.skip += skip
+        if tag in self.BLOCKS and not self.skip and self.current is None:
+            self.current = (tag, len(self.stack), [])
+
+    def handle_endtag(self, tag):
+        while self.stack:
+            t, skip = self.stack.pop()
+            self.skip -= skip
+            if self.current and len(self.stack) < self.current[1]:
+                self.blocks.append(" ".join("".join(self.current[2]).split()))
+                self.current = None
+            if t == tag:
+                break
+
+    def handle_data(self, data):
+        if self.current is not None and not self.skip:
+            self.current[2].append(data)
+
+
+def blocks(page: Path) -> list[str]:
+    text = page.read_text(encoding="utf-8")
+    start, end = text.find('<article class="bd-article">'), text.find("</article>")
+    parser = _Blocks()
+    parser.feed(text[start:end])
+    return [b for b in parser.blocks if b]
+
+
+WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def english_words(text: str) -> set[str]:
+    return {w.lower() for w in WORD.findall(text)} - {"figure", "table"}
+
+
+def is_english_prose(block: str) -> bool:
+    return len(WORD.findall(block)) >= 3 and not re.search(r"[\u4e00-\u9fff]", block)
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_translated_pages_are_chinese_and_show_no_english_paragraph_of_a_translated_message(site, page):
+    """The two editions of a page have the same blocks in the same order; a block the
+    Chinese page still shows in English must be one the catalog does not translate."""
+    rel = f"{page}.html"
+    text = (zh(site) / rel).read_text(encoding="utf-8")
+    assert re.search(r'<html[^>]* lang="zh-CN"', text)
+    en, cn = blocks(site / rel), blocks(zh(site) / rel)
+    assert len(en) == len(cn) > 5, f"{rel}: {len(en)} blocks in English, {len(cn)} in Chinese"
+    translated = [english_words(i18n.prose(msgid)) for msgid, _, _ in translated_entries(PO_DIR / f"{page}.po")]
+    still_english = []
+    for e, c in zip(en, cn):
+        if e != c or not is_english_prose(c):
+            continue
+        words = english_words(c)
+        if any(len(t) >= 3 and len(t & words) >= 0.9 * len(t) for t in translated):
+            still_english.append(c[:80])
+    assert not still_english, f"{rel}: translated in the catalog, shown in English: {still_english}"
+    prose = [c for e, c in zip(en, cn) if is_english_prose(e)]
+    chinese = sum(bool(re.search(r"[\u4e00-\u9fff]", c)) for c in prose)
+    assert chinese >= 0.9 * len(prose), f"{rel}: {chinese} of {len(prose)} English paragraphs are in Chinese"
+
+
+def test_chapter_1_in_chinese_keeps_its_glued_numbers_figures_and_citations(site):
+    en = (site / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
+    cn = (zh(site) / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
+    pasted = re.findall(r'<span class="pasted-text">([^<]*)</span>', en)
+    assert pasted and sorted(re.findall(r'<span class="pasted-text">([^<]*)</span>', cn)) == sorted(pasted)
+    assert re.findall(r'caption-number">图 ([\d.]+)', cn) == re.findall(r'caption-number">Figure ([\d.]+)', en)
+    assert cn.count('class="footnote-reference') == en.count('class="footnote-reference')
+    assert "{glue" not in cn and "No key" not in cn
+    assert "显示解答" in cn and "Show solution" not in cn and "参考答案" in cn
+
+
+def test_chinese_sidebar_has_translated_part_captions_and_downloads_the_reader_notebook(site):
+    for rel in ("book/index.html", "book/02_keep_every_state.html"):
+        cn = (zh(site) / rel).read_text(encoding="utf-8")
+        assert "第一部分 · 内存" in cn and "Part I · Memory" not in cn, rel
+        assert "Part I · Memory" in (site / rel).read_text(encoding="utf-8")
+    cn = (zh(site) / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
+    href = re.search(r'href="((?:\.\./)+notebooks/01_squished_memory\.ipynb)"', cn).group(1)
+    assert (zh(site) / "book" / href).resolve() == (site / "notebooks" / "01_squished_memory.ipynb").resolve()
+    assert (site / "notebooks" / "01_squished_memory.ipynb").is_file()
+
+
+def search_index(root: Path) -> dict:
+    text = (root / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1:text.rindex(")")])
+
+
+def test_the_chinese_search_index_finds_attention_in_the_translated_pages(site):
+    index = search_index(zh(site))
+    docs = index["docnames"]
+
+    def pages(word):  # a word in a page's headings is in titleterms, not in terms
+        hits = [index[kind].get(word, []) for kind in ("terms", "titleterms")]
+        return {docs[i] for h in hits for i in ([h] if isinstance(h, int) else h)}
+
+    for word in ("注意力", "查询", "残差流", "因果掩码"):  # the last two: words of TERMS.md, not of jieba
+        assert pages(word), f"{word} is not in zh/searchindex.js (is jieba installed?)"
+    found = pages("注意力")
+    assert {"book/01_squished_memory", "book/index", "book/glossary", "book/notation"} <= found, found
+    assert "attention" in search_index(site)["terms"] or "attent" in search_index(site)["terms"]
+
+
+def test_chinese_pages_in_a_browser_typeset_maths_and_search_finds_chapter_1(site):
+    """Headless Chromium, offline (tools/browser.py): the translated pages load without a
+    console error, their maths is typeset, and searching 注意力 lists chapter 1."""
+    import browser
+    if not browser.find_chromium():
+        pytest.fail("no Chromium: apt-get install -y chromium (.ci/run installs it)")
+    pages = [f"zh/{p}.html" for p in TRANSLATED] + ["zh/search.html"]
+    report = browser.check_site(site, ROOT / "_build" / "screenshots", pages)
+    for page, r in report.items():
+        assert not r["problems"], f"{page}: " + "\n".join(r["problems"])
+        assert r["math_errors"] == 0 and not r["raw_tex"], page
+        assert all(i["ok"] for i in r["images"]), page
+    server, base = browser.serve(site)
+    chromium = browser.Chromium()
+    try:
+        chromium.goto(f"{base}/zh/search.html?q=%E6%B3%A8%E6%84%8F%E5%8A%9B")
+        hits = chromium.js("""(async () => {
+          for (let i = 0; i < 100; i++) {
+            const links = [...document.querySelectorAll('#search-results ul.search li a')];
+            if (links.length) return links.map(a => a.getAttribute('href'));
+            await new Promise(r => setTimeout(r, 200));
+          }
+          return [];
+        })()""", timeout=60)
+    finally:
+        chromium.close()
+        server.shutdown()
+    assert any("01_squished_memory.html" in h for h in hits), hits
