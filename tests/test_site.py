@@ -161,9 +161,10 @@ def test_every_launch_and_download_link_is_a_reader_notebook_the_build_wrote(sit
     assert len(found["download"]) == 1, found["download"]
     download = (site / "book" / found["download"][0]).resolve()
     assert download.is_relative_to(site.resolve()) and download.is_file(), found["download"]
-    for url in found["colab"] + found["binder"]:  # book/NN.ipynb on the branch: the same file
-        branch_path = re.search(r"(book/[^/?]+\.ipynb)$", url).group(1)
-        assert branch_path == f"book/{chapter.name}"
+    folder = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]["bqkv_notebooks_dir"]
+    for url in found["colab"] + found["binder"]:  # notebooks/NN.ipynb on the branch: the same file
+        branch_path = re.search(rf"({re.escape(folder)}/[^/?]+\.ipynb)$", url).group(1)
+        assert branch_path == f"{folder}/{chapter.name}"
         assert (site / "notebooks" / chapter.name).resolve() == download
     source = nbformat.read(chapter, as_version=4)
     assert reader_problems(nbformat.read(download, as_version=4), source) == []
