@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from beforeqkv import scores
+from beforeqkv.models import scores
 
 SYMMETRIC = ["raw dot", "shared projection", "symmetric bilinear", "cosine"]
 DIRECTIONAL = ["full bilinear", "QK rank 4", "QK rank 2", "QK rank 1"]

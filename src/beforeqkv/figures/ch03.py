@@ -46,7 +46,7 @@ def _draw_steps(ax, steps, recurrent: bool, r: float = 0.24):
 def steps_figure(n_tokens: int = 4, n_layers: int = 2):
     """Two diagrams of ``n_layers`` x ``n_tokens`` units, each labelled with the step it can run
     at: with left-to-right recurrence, and with the all-to-all links only (chapter 3)."""
-    from ..parallel import compute_steps as steps_of
+    from ..measure.steps import compute_steps as steps_of
 
     fig, axes = new_figure(1, 2, figsize=(7.5, 1.2 + 0.95 * n_layers))
     for ax, recurrent in zip(axes, (True, False)):

@@ -5,7 +5,7 @@
 * :class:`ContentMixer` - weights computed from the inputs,
   ``a_j = softmax_j(W_Q x_q . W_K x_j / sqrt(d))``; learned positions optional.
 * :class:`TriadModel` - one attention layer with a pluggable score
-  (:mod:`beforeqkv.scores`) for the rock-paper-scissors task of chapter 5.
+  (:mod:`beforeqkv.models.scores`) for the rock-paper-scissors task of chapter 5.
 
 Every model returns its attention weights with ``forward(..., return_weights=True)``.
 """
@@ -16,7 +16,7 @@ import math
 import torch
 import torch.nn as nn
 
-from .. import scores as _scores
+from . import scores as _scores
 from .._validate import check_ids, check_positive
 
 __all__ = ["StaticMixer", "ContentMixer", "TriadModel"]
@@ -120,7 +120,7 @@ class TriadModel(nn.Module):
     ``x_i = W_E_item[item_i] + W_E_payload[payload_i]``; ``y_i = readout(sum_j a_ij W_V x_j)`` with
     ``a_ij = softmax_j score(x_i, x_j)``. No residual: token i must *read* its answer.
 
-    score: a module from :mod:`beforeqkv.scores` or a name in ``scores.SCORES``.
+    score: a module from :mod:`beforeqkv.models.scores` or a name in ``scores.SCORES``.
     forward(items (B, T), payloads (B, T)) -> logits (B, T, n_payloads) [, weights (B, T, T)].
     """
 

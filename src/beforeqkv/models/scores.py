@@ -26,8 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._validate import check_positive
-from .attention import attention_scores
+from .._validate import check_positive
+from ..attention import attention_scores
 
 __all__ = [
     "bilinear_scores", "dot_scores", "self_weight",

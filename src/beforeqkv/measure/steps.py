@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from ._validate import check_positive
+from .._validate import check_positive
 
 __all__ = ["sequential_depth", "compute_steps", "time_forward_backward"]
 
