@@ -50,19 +50,19 @@ def test_depth_rejects_tensors_without_a_graph():
 
 
 def test_recurrent_steps_grow_with_tokens_and_all_to_all_steps_do_not():
-    rec = steps.compute_steps(2, 4, recurrent=True)
-    flat = steps.compute_steps(2, 4, recurrent=False)
+    rec = steps.step_of_each_unit(2, 4, recurrent=True)
+    flat = steps.step_of_each_unit(2, 4, recurrent=False)
     assert rec.tolist() == [[1, 2, 3, 4], [2, 3, 4, 5]]  # the article's 5 steps
     assert flat.tolist() == [[1, 1, 1, 1], [2, 2, 2, 2]]  # ... against 2
-    assert steps.compute_steps(3, 8, True).max().item() == 10
-    assert steps.compute_steps(3, 100, False).max().item() == 3
+    assert steps.step_of_each_unit(3, 8, True).max().item() == 10
+    assert steps.step_of_each_unit(3, 100, False).max().item() == 3
 
 
-def test_compute_steps_rejects_bad_sizes():
+def test_step_of_each_unit_rejects_bad_sizes():
     with pytest.raises(ValueError, match="n_tokens"):
-        steps.compute_steps(2, 0, True)
+        steps.step_of_each_unit(2, 0, True)
     with pytest.raises(ValueError, match="n_layers"):
-        steps.compute_steps(1.5, 3, False)
+        steps.step_of_each_unit(1.5, 3, False)
 
 
 def test_timing_returns_a_positive_minimum_and_clears_gradients(seed):

@@ -49,8 +49,8 @@ def test_adjacent_pair_rotation_of_permuted_rows_is_rotate_half_of_the_originals
 
 
 def test_the_weight_map_names_parameters_of_the_package_gpt():
-    from beforeqkv.models import GPTConfig
-    model = GPT(GPTConfig(d_vocab=8, n_ctx=4, d_model=8, n_heads=2, n_layers=1, n_kv_heads=1, norm="rmsnorm",
+    from beforeqkv.models import TransformerConfig
+    model = GPT(TransformerConfig(d_vocab=8, n_ctx=4, d_model=8, n_heads=2, n_layers=1, n_kv_heads=1, norm="rmsnorm",
                           activation="swiglu", bias=False, positions="rotary", tie_embeddings=True))
     names = {n for n, _ in model.named_parameters()}  # W_U.weight is W_E.weight: listed once
     assert {dst.format(i=0) for dst in WEIGHT_MAP.values()} == names

@@ -43,12 +43,12 @@ def _draw_steps(ax, steps, recurrent: bool, r: float = 0.24):
     ax.set_title(f"{kind}: {int(steps.max())} steps")
 
 
-def steps_figure(n_tokens: int = 4, n_layers: int = 2):
+def steps_figure(n_layers: int = 2, n_tokens: int = 4):
     """Two diagrams of ``n_layers`` x ``n_tokens`` units, each labelled with the step it can run
     at: with left-to-right recurrence, and with the all-to-all links only (chapter 3)."""
-    from ..measure.steps import compute_steps as steps_of
+    from ..measure.steps import step_of_each_unit
 
     fig, axes = new_figure(1, 2, figsize=(7.5, 1.2 + 0.95 * n_layers))
     for ax, recurrent in zip(axes, (True, False)):
-        _draw_steps(ax, steps_of(n_layers, n_tokens, recurrent), recurrent)
+        _draw_steps(ax, step_of_each_unit(n_layers, n_tokens, recurrent), recurrent)
     return fig
