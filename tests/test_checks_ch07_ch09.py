@@ -5,7 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from beforeqkv import attention, checks, saturation
+from beforeqkv import attention, checks
+from beforeqkv.measure import saturation
 from beforeqkv.checks import CheckFailure
 
 

@@ -304,7 +304,7 @@ def _gpt_variant(**flags):
 def test_check_gpt_passes_the_solution_and_package_weights_load(capsys):
     assert checks.check_gpt(GPT)
     assert "\u2713" in capsys.readouterr().out
-    package = models.GPT(models.GPTConfig(d_vocab=7, n_ctx=5, d_model=8, n_heads=2, n_layers=2))
+    package = models.GPT(models.TransformerConfig(d_vocab=7, n_ctx=5, d_model=8, n_heads=2, n_layers=2))
     assert "blocks.1.W_in.weight" in checks.reader_weights(package)
     GPT(7, 5, 8, 2, 2).load_state_dict(checks.reader_weights(package))  # strict: every name matches
 

@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from beforeqkv import models, probes, tasks, train
+from beforeqkv import models, tasks, train
+from beforeqkv.measure import probes
 from beforeqkv.attention import MultiHeadAttention
 
 

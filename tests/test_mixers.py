@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from beforeqkv import models, scores, tasks, train
+from beforeqkv import models, tasks, train
+from beforeqkv.models import scores
 
 
 @pytest.mark.parametrize("cls", [models.StaticMixer, models.ContentMixer])

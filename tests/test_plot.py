@@ -3,7 +3,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from beforeqkv import plot, train
+from beforeqkv import figures, plot, train
 
 
 def test_plot_functions_return_figures():
@@ -45,8 +45,8 @@ def test_enable_notebook_display_is_harmless_outside_ipython():
     assert plot.enable_notebook_display() is False
 
 
-def test_compute_steps_draws_one_panel_per_kind_with_the_step_counts():
-    fig = plot.compute_steps(n_tokens=4, n_layers=2)
+def test_steps_figure_draws_one_panel_per_kind_with_the_step_counts():
+    fig = figures.ch03.steps_figure(n_layers=2, n_tokens=4)
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ["with recurrence: 5 steps", "red connections only: 2 steps"]
 
@@ -54,12 +54,12 @@ def test_compute_steps_draws_one_panel_per_kind_with_the_step_counts():
 def test_ring_head_weights_sorts_rows_into_ring_order_and_checks_shapes():
     items = torch.tensor([3, 1, 2, 0])
     w = torch.eye(4).expand(2, 4, 4)  # each position reads itself
-    fig = plot.ring_head_weights(w, items, torch.tensor([[0.1, 0.2, 0.7]] * 2), label="H=2")
+    fig = figures.ch06.ring_head_weights(w, items, torch.tensor([[0.1, 0.2, 0.7]] * 2), label="H=2")
     assert [ax.get_title() for ax in fig.axes] == ["H=2, head 1\nsucc 0.10 | pred 0.20",
                                                    "H=2, head 2\nsucc 0.10 | pred 0.20"]
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["0", "1", "2", "3"]
     with pytest.raises(ValueError, match="weights"):
-        plot.ring_head_weights(torch.ones(2, 4, 3), items)
+        figures.ch06.ring_head_weights(torch.ones(2, 4, 3), items)
 
 
 
@@ -76,7 +76,7 @@ def _heights(ax):
 def test_slot_votes_plots_the_facts_own_slot_weights_and_votes():
     memory, keys, target = _hand_memory()
     for fact in (2, 6):  # one fact with a slot, one without
-        fig = plot.slot_votes(memory, keys, target, fact)
+        fig = figures.ch09.slot_votes(memory, keys, target, fact)
         ax1, ax2 = fig.axes
         a = memory.slot_weights(keys[fact]).detach()
         vote = a * memory.W_out.weight[target[fact]].detach()
@@ -87,11 +87,11 @@ def test_slot_votes_plots_the_facts_own_slot_weights_and_votes():
 
 def test_slot_votes_never_shows_another_fact_in_place_of_the_one_asked_for():
     memory, keys, target = _hand_memory()
-    fig = plot.slot_votes(memory, keys, target, 7)  # no slot fires for a fact beyond m
+    fig = figures.ch09.slot_votes(memory, keys, target, 7)  # no slot fires for a fact beyond m
     assert _heights(fig.axes[0]) == [0.0] * 4
-    last_stored = plot.slot_votes(memory, keys, target, 3)
+    last_stored = figures.ch09.slot_votes(memory, keys, target, 3)
     assert _heights(last_stored.axes[0]) != _heights(fig.axes[0])
     for bad in (8, -1, 2.0, True):
         with pytest.raises(ValueError, match="fact"):
-            plot.slot_votes(memory, keys, target, bad)
+            figures.ch09.slot_votes(memory, keys, target, bad)
 

@@ -123,7 +123,7 @@ def test_the_shipped_files_say_what_chapter_10_quotes():
 
 # ------------------------------------------------------------------ figures of chapter 10
 def test_encoder_figures_draw_and_reject_mismatched_shapes():
-    from beforeqkv.pretrained import figures_encoder as figs
+    from beforeqkv.figures import ch10 as figs
 
     toks = ["[CLS]", "a", "b", "[SEP]"]
     w = torch.softmax(torch.randn(12, 4, 4, generator=torch.Generator().manual_seed(0)), -1)  # (H, T, T)
@@ -168,7 +168,7 @@ def test_encoder_figures_draw_and_reject_mismatched_shapes():
 
 
 def test_post_norm_figure_shows_both_blocks_and_where_the_norms_sit():
-    from beforeqkv.pretrained import figures_encoder as figs
+    from beforeqkv.figures import ch10 as figs
 
     fig = figs.post_norm_block()
     drawn = " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize")))

@@ -49,8 +49,8 @@ def test_adjacent_pair_rotation_of_permuted_rows_is_rotate_half_of_the_originals
 
 
 def test_the_weight_map_names_parameters_of_the_package_gpt():
-    from beforeqkv.models import GPTConfig
-    model = GPT(GPTConfig(d_vocab=8, n_ctx=4, d_model=8, n_heads=2, n_layers=1, n_kv_heads=1, norm="rmsnorm",
+    from beforeqkv.models import TransformerConfig
+    model = GPT(TransformerConfig(d_vocab=8, n_ctx=4, d_model=8, n_heads=2, n_layers=1, n_kv_heads=1, norm="rmsnorm",
                           activation="swiglu", bias=False, positions="rotary", tie_embeddings=True))
     names = {n for n, _ in model.named_parameters()}  # W_U.weight is W_E.weight: listed once
     assert {dst.format(i=0) for dst in WEIGHT_MAP.values()} == names
@@ -134,19 +134,19 @@ def test_loading_peak_memory_is_below_1_5_gb(lm):
 
 
 def test_the_recap_figure_labels_every_part_with_a_chapter():
-    from beforeqkv.pretrained import figures_llm
-    fig = figures_llm.architecture_figure(30)
+    from beforeqkv.figures import ch11 as figs
+    fig = figs.architecture_figure(30)
     texts = [t.get_text() for t in fig.axes[0].texts]
     notes = [t for t in texts if t.startswith("ch ")]
-    assert len(notes) == len(figures_llm._PARTS) and "× 30 blocks" in texts
+    assert len(notes) == len(figs._PARTS) and "× 30 blocks" in texts
     assert all(any(f"ch {n}" in t for t in notes) for n in (2, 4, 5, 6, 7, 8, 9, 11))
 
 
 def test_attention_and_next_token_figures_draw():
-    from beforeqkv.pretrained import figures_llm
-    fig = figures_llm.attention_figure(torch.eye(3), ["a", "b", "c"], layer=1, head=2)
+    from beforeqkv.figures import ch11 as figs
+    fig = figs.attention_figure(torch.eye(3), ["a", "b", "c"], layer=1, head=2)
     assert fig.axes[0].get_title() == "layer 1, head 2"
-    fig = figures_llm.next_token_figure([(" Paris", 0.7), (" the", 0.1)], "The capital")
+    fig = figs.next_token_figure([(" Paris", 0.7), (" the", 0.1)], "The capital")
     assert len(fig.axes[0].patches) == 2
     with pytest.raises(ValueError):
-        figures_llm.attention_figure(torch.ones(2, 2, 2), ["a", "b"], 0, 0)
+        figs.attention_figure(torch.ones(2, 2, 2), ["a", "b"], 0, 0)

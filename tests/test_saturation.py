@@ -1,10 +1,10 @@
-"""Tests for beforeqkv.saturation: why attention divides by sqrt(d_head) (chapter 7)."""
+"""Tests for beforeqkv.measure.saturation: why attention divides by sqrt(d_head) (chapter 7)."""
 import math
 
 import pytest
 import torch
 
-from beforeqkv import saturation
+from beforeqkv.measure import saturation
 
 
 def test_softmax_jacobian_matches_autograd(seed):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from beforeqkv import scores
+from beforeqkv.models import scores
 
 SYMMETRIC = ["raw dot", "shared projection", "symmetric bilinear", "cosine"]
 DIRECTIONAL = ["full bilinear", "QK rank 4", "QK rank 2", "QK rank 1"]
@@ -36,7 +36,7 @@ def test_every_score_is_the_bilinear_form_of_its_matrix(name, seed):
 
 @pytest.mark.parametrize("rank", [1, 2, 4])
 def test_rank_of_wq_transpose_wk_is_at_most_r(rank, seed):
-    s = scores.QKScore(16, rank)
+    s = scores.QKScore(16, d_head=rank)
     A = s.matrix()
     assert A.shape == (16, 16)
     assert torch.linalg.matrix_rank(A).item() == rank

@@ -80,7 +80,7 @@ def test_cross_entropy_checks_shapes():
 
 
 def test_weight_decay_skips_biases_norms_and_embeddings():
-    cfg = models.GPTConfig(d_vocab=11, n_ctx=8, d_model=16, n_heads=2, n_layers=1, tie_embeddings=True)
+    cfg = models.TransformerConfig(d_vocab=11, n_ctx=8, d_model=16, n_heads=2, n_layers=1, tie_embeddings=True)
     model = models.GPT(cfg)
     decay, no_decay = train.param_groups(model, 0.1)
     names = {id(p): n for n, p in model.named_parameters()}

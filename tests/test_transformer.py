@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from beforeqkv import attention, models
 from beforeqkv.attention import KVCache
-from beforeqkv.models import GPT, GPTConfig, MLP, TransformerBlock
+from beforeqkv.models import GPT, TransformerConfig, MLP, TransformerBlock
 
 TINY = dict(d_vocab=11, n_ctx=12, d_model=16, n_heads=4, n_layers=2)
 VARIANTS = {
@@ -21,7 +21,7 @@ VARIANTS = {
 
 def _gpt(seed=0, **overrides):
     torch.manual_seed(seed)
-    return GPT(GPTConfig(**{**TINY, **overrides})).eval()
+    return GPT(TransformerConfig(**{**TINY, **overrides})).eval()
 
 
 def _tokens(gen, b=3, t=12, v=11):
@@ -200,7 +200,7 @@ def test_tokens_beyond_context_raise():
 ])
 def test_bad_config_raises_a_clear_error(overrides, match):
     with pytest.raises(ValueError, match=match):
-        GPT(GPTConfig(**{**TINY, **overrides}))
+        GPT(TransformerConfig(**{**TINY, **overrides}))
 
 
 def test_bad_inputs_raise_clear_errors():
@@ -224,16 +224,16 @@ def test_bad_inputs_raise_clear_errors():
 
 
 def test_models_namespace_exports_the_transformer():
-    for name in ("TransformerBlock", "GPTConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"):
+    for name in ("TransformerBlock", "TransformerConfig", "GPT", "RecallTransformer", "RMSNorm", "MLP"):
         assert hasattr(models, name)
-    assert math.isclose(GPTConfig(**TINY).final_norm, True)
+    assert math.isclose(TransformerConfig(**TINY).final_norm, True)
 
 
 def test_return_weights_gives_one_row_stochastic_causal_map_per_layer():
-    from beforeqkv.models import GPT, GPTConfig
+    from beforeqkv.models import GPT, TransformerConfig
 
     torch.manual_seed(0)
-    model = GPT(GPTConfig(d_vocab=11, n_ctx=8, d_model=16, n_heads=2, n_layers=3)).eval()
+    model = GPT(TransformerConfig(d_vocab=11, n_ctx=8, d_model=16, n_heads=2, n_layers=3)).eval()
     tokens = torch.randint(0, 11, (2, 5))
     logits, weights = model(tokens, return_weights=True)
     torch.testing.assert_close(logits, model(tokens))
@@ -266,7 +266,7 @@ def test_generate_rejects_a_prompt_that_is_not_an_integer_tensor(prompt):
 
 def test_init_is_gpt2_style_small_normal_with_depth_scaled_residual_projections():
     torch.manual_seed(0)
-    cfg = GPTConfig(d_vocab=500, n_ctx=64, d_model=128, n_heads=4, n_layers=8, tie_embeddings=True)
+    cfg = TransformerConfig(d_vocab=500, n_ctx=64, d_model=128, n_heads=4, n_layers=8, tie_embeddings=True)
     model = GPT(cfg)
     assert model.W_U.weight is model.W_E.weight
     assert abs(model.W_E.weight.std().item() - 0.02) < 0.002  # not nn.Embedding's N(0, 1)
@@ -282,11 +282,11 @@ def test_init_is_gpt2_style_small_normal_with_depth_scaled_residual_projections(
 
 def test_init_std_is_a_config_option_and_is_checked():
     torch.manual_seed(0)
-    model = GPT(GPTConfig(**{**TINY, "init_std": 0.1}))
+    model = GPT(TransformerConfig(**{**TINY, "init_std": 0.1}))
     assert 0.08 < model.blocks[0].attn.W_Q.weight.std().item() < 0.12
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="init_std"):
-            GPTConfig(**{**TINY, "init_std": bad})
+            TransformerConfig(**{**TINY, "init_std": bad})
 
 
 def test_blocks_and_attention_take_their_options_by_keyword_only():
@@ -294,6 +294,6 @@ def test_blocks_and_attention_take_their_options_by_keyword_only():
         TransformerBlock(8, 2, 32)  # d_mlp must be named
     with pytest.raises(TypeError):
         attention.MultiHeadAttention(8, 2, 4)  # d_head must be named
-    c = GPTConfig(**{**TINY, "d_mlp": 24, "n_kv_heads": 1})
+    c = TransformerConfig(**{**TINY, "d_mlp": 24, "n_kv_heads": 1})
     block = GPT(c).blocks[0]
     assert block.mlp.W_in.out_features == 24 and block.attn.n_kv_heads == 1

@@ -19,12 +19,9 @@ __all__ = [
     "bars",
     "heatmap",
     "loss_curves",
-    "compute_steps",
-    "ring_head_weights",
     "COLORS",
     "new_figure",
     "enable_notebook_display",
-    "slot_votes",
 ]
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -186,119 +183,4 @@ def loss_curves(histories: Mapping[str, object], title: str = "", floor: float |
         ax.set_yscale("log")
     ax.legend()
     _finish(ax, title, "step", "training loss (nats)")
-    return fig
-
-
-def _circle(ax, center, r, color):
-    from matplotlib.patches import Circle
-
-    ax.add_patch(Circle(center, r, facecolor=color, edgecolor="black", lw=1, zorder=3))
-
-
-def _draw_steps(ax, steps, recurrent: bool, r: float = 0.24):
-    """Inputs at the bottom, then one row of units per layer labelled with its compute step."""
-    n_layers, n_tokens = steps.shape
-
-    def arrow(p, q, color, lw):
-        (x0, y0), (x1, y1) = p, q
-        dist = ((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5
-        ux, uy = (x1 - x0) / dist, (y1 - y0) / dist
-        ax.annotate("", xy=(x1 - r * ux, y1 - r * uy), xytext=(x0 + r * ux, y0 + r * uy),
-                    arrowprops=dict(arrowstyle="-|>", color=color, lw=lw, shrinkA=0, shrinkB=0))
-
-    for layer in range(1, n_layers + 1):
-        for t in range(n_tokens):
-            for j in range(t + 1):  # the all-to-all ("red") links, j <= t
-                arrow((j, layer - 1), (t, layer), COLORS[1], 0.9)
-            if recurrent and t > 0:  # the left-to-right links
-                arrow((t - 1, layer), (t, layer), "black", 2.0)
-    for t in range(n_tokens):
-        _circle(ax, (t, 0), r, "#dddddd")
-        ax.text(t, 0, f"$x_{t + 1}$", ha="center", va="center", fontsize=9)
-        for layer in range(1, n_layers + 1):
-            _circle(ax, (t, layer), r, "white")
-            ax.text(t, layer, str(int(steps[layer - 1, t])), ha="center", va="center", fontsize=10)
-    ax.set_xlim(-0.5, n_tokens - 0.5)
-    ax.set_ylim(-0.5, n_layers + 0.5)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    kind = "with recurrence" if recurrent else "red connections only"
-    ax.set_title(f"{kind}: {int(steps.max())} steps")
-
-
-def compute_steps(n_tokens: int = 4, n_layers: int = 2):
-    """Two diagrams of ``n_layers`` x ``n_tokens`` units, each labelled with the step it can run
-    at: with left-to-right recurrence, and with the all-to-all links only (chapter 3)."""
-    from .parallel import compute_steps as steps_of
-
-    fig, axes = new_figure(1, 2, figsize=(7.5, 1.2 + 0.95 * n_layers))
-    for ax, recurrent in zip(axes, (True, False)):
-        _draw_steps(ax, steps_of(n_layers, n_tokens, recurrent), recurrent)
-    return fig
-
-
-def ring_head_weights(weights, items, profile=None, label: str = "", ring_size: int | None = None, axes=None):
-    """Each head's attention weights on one ring example, rows and columns in ring order (chapter 6).
-
-    weights: (H, T, T) for one example; items: (T,) ids on a ring of ``ring_size`` (default
-    T) positions, position ``id % ring_size``; ``profile`` (H, 3) puts each head's successor/predecessor weights in its
-    title. "s" marks each query's successor, "p" its predecessor.
-    """
-    w = weights.detach().cpu() if hasattr(weights, "detach") else weights
-    n_heads, t = w.shape[0], w.shape[-1]
-    if w.dim() != 3 or w.shape[1] != t or len(items) != t:
-        raise ValueError(f"need weights (H, T, T) and T item ids, got {tuple(w.shape)} and {len(items)} ids")
-    if axes is None:
-        fig, axes = new_figure(1, n_heads, figsize=(2.3 * n_heads + 0.8, 2.9), squeeze=False)
-        axes = axes[0]
-    ring = t if ring_size is None else ring_size
-    order = (items % ring).argsort()  # sequence positions in ring order
-    ids = [str(i) for i in items[order].tolist()]
-    for h in range(n_heads):
-        title = f"{label}, head {h + 1}" if label else f"head {h + 1}"
-        if profile is not None:
-            s, p = profile[h][:2].tolist()
-            title += f"\nsucc {s:.2f} | pred {p:.2f}"
-        heatmap(w[h][order][:, order], xlabels=ids, ylabels=ids, vmin=0, vmax=1, colorbar=False,
-                ax=axes[h], title=title)  # (T, T), rows/cols in ring order
-        for r in range(t):
-            axes[h].text((r + 1) % ring, r, "s", ha="center", va="center", color="red", fontsize=9)
-            axes[h].text((r - 1) % ring, r, "p", ha="center", va="center", color="white", fontsize=9)
-        axes[h].set_xlabel("key (item id)")
-    axes[0].set_ylabel("query (item id)")
-    return axes[0].figure
-
-
-def slot_votes(memory, keys, target, fact: int, title: str = "", figsize=(8.5, 3.0)):
-    """Which slots of a slot memory fire for one fact, and what each adds to its class (chapter 9).
-
-    memory: an ``MLPMemory`` (``slot_weights``, ``W_out``); keys (N, d_model), target (N,).
-    Left: the slot weights ``a_u`` for fact ``fact``; right: each slot's vote for the
-    fact's class, ``a_u * W_out[target, u]`` (green helps, red hurts). A fact outside
-    ``[0, N)`` is an error, never silently replaced by another fact.
-    """
-    import torch
-
-    n = len(target)
-    if keys.dim() != 2 or keys.shape[0] != n:
-        raise ValueError(f"need keys (N, d) and target (N,), got {tuple(keys.shape)} and {n} targets")
-    if isinstance(fact, bool) or not isinstance(fact, (int, np.integer)) or not 0 <= fact < n:
-        raise ValueError(f"fact must be an int in [0, {n}) for these {n} facts, got {fact!r}")
-    device = memory.W_out.weight.device
-    with torch.no_grad():
-        key = keys[fact].to(device)  # (d_model,)
-        a = memory.slot_weights(key).cpu()  # (m,)
-        predicted = int(memory(key).argmax())
-        t = int(target[fact])
-        vote = a * memory.W_out.weight[t].cpu()  # (m,) a_u (v_u)_target
-    fig, (ax1, ax2) = new_figure(1, 2, figsize=figsize)
-    slots = range(len(a))
-    ax1.bar(slots, a.numpy(), color=COLORS[0])
-    ax1.set(xlabel="slot u", ylabel="slot weight a_u",
-            title=f"fact {fact}" + (f" ({title})" if title else ""))
-    ax2.bar(slots, vote.numpy(), color=[COLORS[2] if v >= 0 else COLORS[1] for v in vote.tolist()])
-    ax2.axhline(0, color="gray", lw=0.8)
-    ax2.set(xlabel="slot u", ylabel="a_u · v_u[target]", title=f"target {t}, predicted {predicted}")
-    for ax in (ax1, ax2):
-        ax.set_xticks(range(0, len(a), 2))
     return fig

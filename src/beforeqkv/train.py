@@ -216,7 +216,7 @@ def _per_chunk(model: nn.Module, batch, batch_size: int, device, score):
     """Average ``score(logits, target) -> (sum, count)`` over a fixed batch, in chunks, in eval mode.
 
     ``sum`` may be a number or a CPU tensor of several sums (one average each). The shared
-    evaluation of :func:`accuracy`, :func:`evaluate_loss` and :func:`beforeqkv.probes.ring_accuracy`.
+    evaluation of :func:`accuracy`, :func:`evaluate_loss` and :func:`beforeqkv.measure.probes.ring_accuracy`.
     """
     inputs, target = batch
     if device is None:

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _core
-from ..models import GPT, GPTConfig
+from ..models import GPT, TransformerConfig
 from .ch08 import _randomise
 from ._core import CheckFailure, checker
 
@@ -39,9 +39,9 @@ def llama_weights(model: torch.nn.Module) -> dict:
 
 
 def llama_config(d_vocab=13, n_ctx=16, d_model=16, n_heads=4, n_kv_heads=2, n_layers=2, d_mlp=24,
-                 norm_eps=1e-5, rope_base=100.0) -> GPTConfig:
+                 norm_eps=1e-5, rope_base=100.0) -> TransformerConfig:
     """A small configuration of SmolLM2's kind (RMSNorm, rotary, GQA, SwiGLU, tied, no bias)."""
-    return GPTConfig(d_vocab=d_vocab, n_ctx=n_ctx, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+    return TransformerConfig(d_vocab=d_vocab, n_ctx=n_ctx, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                      d_mlp=d_mlp, n_kv_heads=n_kv_heads, norm="rmsnorm", norm_eps=norm_eps,
                      activation="swiglu", bias=False, positions="rotary", rope_base=rope_base,
                      tie_embeddings=True)

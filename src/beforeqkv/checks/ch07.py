@@ -6,7 +6,7 @@ import math
 import torch
 
 from ..attention import attention_scores
-from ..saturation import softmax_jacobian
+from ..measure.saturation import softmax_jacobian
 from ._core import CheckFailure, checker, compare, register_question
 
 __all__ = ["check_scaled_scores", "check_scaled_scores_sigma", "check_softmax_jacobian", "check_sliding_window_mask",

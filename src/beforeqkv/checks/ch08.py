@@ -7,7 +7,7 @@ import torch
 
 from . import _core
 from ..attention import attend, causal_mask
-from ..models import GPT, GPTConfig, TransformerBlock
+from ..models import GPT, TransformerConfig, TransformerBlock
 from ._ch08_mistakes import ATTENTION_MISTAKES, HEAD_MISTAKES, _filled, _merge, _split
 from ._core import CheckFailure, checker, compare, register_question
 
@@ -201,7 +201,7 @@ def reference_block(d_model: int, n_heads: int) -> TransformerBlock:
 
 
 def _gpt(sizes, seed, **options):
-    return _randomise(GPT(GPTConfig(**dict(zip(GPT_SIZES, sizes)), **options)), seed)
+    return _randomise(GPT(TransformerConfig(**dict(zip(GPT_SIZES, sizes)), **options)), seed)
 
 
 def _gpt_cases():

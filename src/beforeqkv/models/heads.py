@@ -11,46 +11,38 @@ import torch
 import torch.nn as nn
 
 from ..attention import MultiHeadAttention
-from .._validate import check_ids, check_positive
+from .._validate import check_positive
+from .embeddings import ItemPayloadEmbedding
 
 __all__ = ["RingHeads", "PerPairGenerator", "ov_matrices", "per_pair_matrices", "mix_per_pair"]
-
-
-def _check_ring_inputs(items, payloads, n_items: int, n_payloads: int) -> None:
-    check_ids("items", items, n_items, dim=2)
-    check_ids("payloads", payloads, n_payloads, dim=2)
-    if items.shape != payloads.shape:
-        raise ValueError(f"items and payloads must both be (B, T), got {tuple(items.shape)} and "
-                         f"{tuple(payloads.shape)}")
 
 
 class RingHeads(nn.Module):
     """Embeddings, one multi-head attention layer, two linear readouts (successor, predecessor).
 
-    ``x_j = W_E_item[item_j] + W_E_payload[payload_j]`` (d_model), ``y = MultiHeadAttention(x)`` with
-    ``n_heads`` heads of width ``width // n_heads`` (so the parameter count does not depend
-    on ``n_heads``), no residual, no positions. Returns logits (B, T, 2, n_payloads):
+    ``x_j = E_item[item_j] + E_pay[payload_j]`` (d_model), ``y = MultiHeadAttention(x)`` with
+    ``n_heads`` heads of width ``d_head = d_attn // n_heads`` (``d_attn = n_heads * d_head``, the
+    width of all heads together, is fixed, so the parameter count does not depend on ``n_heads``),
+    no residual, no positions. Returns logits (B, T, 2, n_payloads):
     ``[..., 0, :]`` predicts the successor's payload, ``[..., 1, :]`` the predecessor's.
     Chapter 6.
     """
 
-    def __init__(self, n_heads: int = 2, d_model: int = 32, width: int = 16, n_items: int = 32,
+    def __init__(self, n_heads: int = 2, d_model: int = 32, d_attn: int = 16, n_items: int = 32,
                  n_payloads: int = 8, bias: bool = True):
         super().__init__()
-        check_positive(n_heads=n_heads, width=width, d_model=d_model)
-        if width % n_heads:
-            raise ValueError(f"width={width} (n_heads * d_head) is not divisible by n_heads={n_heads}")
+        check_positive(n_heads=n_heads, d_attn=d_attn, d_model=d_model)
+        if d_attn % n_heads:
+            raise ValueError(f"d_attn={d_attn} (n_heads * d_head) is not divisible by n_heads={n_heads}")
         self.n_items, self.n_payloads = n_items, n_payloads
-        self.W_E_item = nn.Embedding(n_items, d_model)
-        self.W_E_payload = nn.Embedding(n_payloads, d_model)
-        self.attn = MultiHeadAttention(d_model, n_heads, d_head=width // n_heads, bias=bias)
+        self.embed = ItemPayloadEmbedding(n_items, n_payloads, d_model)
+        self.attn = MultiHeadAttention(d_model, n_heads, d_head=d_attn // n_heads, bias=bias)
         self.readout_succ = nn.Linear(d_model, n_payloads)
         self.readout_pred = nn.Linear(d_model, n_payloads)
 
     def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
         """items, payloads: (B, T) ints -> logits (B, T, 2, n_payloads) [, weights (B, H, T, T)]."""
-        _check_ring_inputs(items, payloads, self.n_items, self.n_payloads)
-        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d_model)
+        x = self.embed(items, payloads)  # (B, T, d_model)
         y, weights = self.attn(x, return_weights=True) if return_weights else (self.attn(x), None)
         logits = torch.stack([self.readout_succ(y), self.readout_pred(y)], dim=-2)  # (B, T, 2, n_payloads)
         return (logits, weights) if return_weights else logits
@@ -63,20 +55,18 @@ class PerPairGenerator(nn.Module):
     two readouts as :class:`RingHeads`. Memory and compute grow as ``T^2 d^2``. Chapter 6.
     """
 
-    def __init__(self, d_model: int = 32, d_hidden: int = 32, n_items: int = 32, n_payloads: int = 8):
+    def __init__(self, d_model: int = 32, d_mlp: int = 32, n_items: int = 32, n_payloads: int = 8):
         super().__init__()
         self.d_model, self.n_items, self.n_payloads = d_model, n_items, n_payloads
-        self.W_E_item = nn.Embedding(n_items, d_model)
-        self.W_E_payload = nn.Embedding(n_payloads, d_model)
-        self.generator = nn.Sequential(nn.Linear(2 * d_model, d_hidden), nn.ReLU(),
-                                       nn.Linear(d_hidden, d_model * d_model))
+        self.embed = ItemPayloadEmbedding(n_items, n_payloads, d_model)
+        self.generator = nn.Sequential(nn.Linear(2 * d_model, d_mlp), nn.ReLU(),
+                                       nn.Linear(d_mlp, d_model * d_model))
         self.readout_succ = nn.Linear(d_model, n_payloads)
         self.readout_pred = nn.Linear(d_model, n_payloads)
 
     def forward(self, items: torch.Tensor, payloads: torch.Tensor) -> torch.Tensor:
         """items, payloads: (B, T) ints -> logits (B, T, 2, n_payloads)."""
-        _check_ring_inputs(items, payloads, self.n_items, self.n_payloads)
-        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d)
+        x = self.embed(items, payloads)  # (B, T, d)
         b, t, d = x.shape
         pairs = torch.cat([x.unsqueeze(2).expand(b, t, t, d), x.unsqueeze(1).expand(b, t, t, d)],
                           dim=-1)  # (B, T, T, 2d)

@@ -5,7 +5,7 @@
 * :class:`ContentMixer` - weights computed from the inputs,
   ``a_j = softmax_j(W_Q x_q . W_K x_j / sqrt(d))``; learned positions optional.
 * :class:`TriadModel` - one attention layer with a pluggable score
-  (:mod:`beforeqkv.scores`) for the rock-paper-scissors task of chapter 5.
+  (:mod:`beforeqkv.models.scores`) for the rock-paper-scissors task of chapter 5.
 
 Every model returns its attention weights with ``forward(..., return_weights=True)``.
 """
@@ -16,7 +16,8 @@ import math
 import torch
 import torch.nn as nn
 
-from .. import scores as _scores
+from . import scores as _scores
+from .embeddings import ItemPayloadEmbedding
 from .._validate import check_ids, check_positive
 
 __all__ = ["StaticMixer", "ContentMixer", "TriadModel"]
@@ -26,7 +27,7 @@ class _QueryMixer(nn.Module):
     """Shared parts: token/query/position embeddings, W_V, and the readout MLP.
 
     ``forward(tokens (B, T), query (B,)) -> logits (B, d_vocab)`` with
-    ``out = MLP(x_q + sum_j a_j W_V x_j)``, ``x_j = W_E[tokens_j] (+ W_pos[j])``, ``x_q = W_E_query[query]``.
+    ``out = MLP(x_q + sum_j a_j W_V x_j)``, ``x_j = W_E[tokens_j] (+ W_pos[j])``, ``x_q = E_q[query]``.
     """
 
     def __init__(self, n_ctx: int = 16, d_vocab: int = 16, n_queries: int = 16, d_model: int = 32,
@@ -36,7 +37,7 @@ class _QueryMixer(nn.Module):
         self.n_ctx, self.d_vocab, self.n_queries, self.d_model = n_ctx, d_vocab, n_queries, d_model
         self.positions = positions
         self.W_E = nn.Embedding(d_vocab, d_model)
-        self.W_E_query = nn.Embedding(n_queries, d_model)
+        self.E_q = nn.Embedding(n_queries, d_model)
         self.W_pos = nn.Embedding(n_ctx, d_model) if positions else None
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_vocab))
@@ -51,7 +52,7 @@ class _QueryMixer(nn.Module):
         x = self.W_E(tokens)  # (B, T, d)
         if self.W_pos is not None:
             x = x + self.W_pos.weight[: tokens.shape[1]]  # (B, T, d) + (T, d)
-        return x, self.W_E_query(query)  # (B, T, d), (B, d)
+        return x, self.E_q(query)  # (B, T, d), (B, d)
 
     def _check_length(self, t: int) -> None:
         if self.W_pos is not None and t > self.n_ctx:
@@ -117,10 +118,10 @@ class ContentMixer(_QueryMixer):
 class TriadModel(nn.Module):
     """One attention layer with a pluggable score, for the triads task. Derived in chapter 5.
 
-    ``x_i = W_E_item[item_i] + W_E_payload[payload_i]``; ``y_i = readout(sum_j a_ij W_V x_j)`` with
+    ``x_i = E_item[item_i] + E_pay[payload_i]``; ``y_i = readout(sum_j a_ij W_V x_j)`` with
     ``a_ij = softmax_j score(x_i, x_j)``. No residual: token i must *read* its answer.
 
-    score: a module from :mod:`beforeqkv.scores` or a name in ``scores.SCORES``.
+    score: a module from :mod:`beforeqkv.models.scores` or a name in ``scores.SCORES``.
     forward(items (B, T), payloads (B, T)) -> logits (B, T, n_payloads) [, weights (B, T, T)].
     """
 
@@ -132,18 +133,13 @@ class TriadModel(nn.Module):
         if not isinstance(score, nn.Module) or getattr(score, "d_model", d_model) != d_model:
             raise ValueError("score must be a score module for this d_model, or a name in scores.SCORES")
         self.n_items, self.n_payloads, self.d_model = n_items, n_payloads, d_model
-        self.W_E_item = nn.Embedding(n_items, d_model)
-        self.W_E_payload = nn.Embedding(n_payloads, d_model)
+        self.embed = ItemPayloadEmbedding(n_items, n_payloads, d_model)
         self.score = score
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.readout = nn.Linear(d_model, n_payloads)
 
     def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
-        check_ids("items", items, self.n_items, 2)
-        check_ids("payloads", payloads, self.n_payloads, 2)
-        if items.shape != payloads.shape:
-            raise ValueError(f"items {tuple(items.shape)} and payloads {tuple(payloads.shape)} differ")
-        x = self.W_E_item(items) + self.W_E_payload(payloads)  # (B, T, d)
+        x = self.embed(items, payloads)  # (B, T, d)
         a = torch.softmax(self.score(x), dim=-1)  # (B, T, T)
         read = torch.einsum("bij,bjd->bid", a, self.W_V(x))  # (B, T, d)
         logits = self.readout(read)  # (B, T, n_payloads)

@@ -6,35 +6,12 @@ import math
 import torch
 import torch.nn as nn
 
-from .._validate import check_ids
 from ..attention import attend, linear_attention
 from .blocks import make_norm
+from .embeddings import PairEmbedding
 from .transformer import TransformerBlock
 
-__all__ = ["PairEmbedding", "RecallLSTM", "RecallAttention", "RecallTransformer"]
-
-
-class PairEmbedding(nn.Module):
-    """Embed (key, value) pair tokens as ``W_E_key[k] + W_E_value[v]`` and the query as ``W_E_query[k*]``."""
-
-    def __init__(self, d_model: int = 32, n_keys: int = 64, n_values: int = 16):
-        super().__init__()
-        self.W_E_key = nn.Embedding(n_keys, d_model)
-        self.W_E_value = nn.Embedding(n_values, d_model)
-        self.W_E_query = nn.Embedding(n_keys, d_model)
-        self.n_keys, self.n_values = n_keys, n_values
-
-    def forward(self, keys, values, query):
-        """keys, values: (B, N) ints; query: (B,) -> pairs (B, N, d), q (B, d)."""
-        check_ids("keys", keys, self.n_keys, dim=2)
-        check_ids("values", values, self.n_values, dim=2)
-        check_ids("query", query, self.n_keys, dim=1)
-        if keys.shape != values.shape or query.shape != keys.shape[:1]:
-            raise ValueError(
-                f"expected keys, values (B, N) and query (B,), got {tuple(keys.shape)}, "
-                f"{tuple(values.shape)}, {tuple(query.shape)}"
-            )
-        return self.W_E_key(keys) + self.W_E_value(values), self.W_E_query(query)  # (B, N, d), (B, d)
+__all__ = ["RecallLSTM", "RecallAttention", "RecallTransformer"]
 
 
 class RecallLSTM(nn.Module):

@@ -7,7 +7,7 @@ Both map a sequence ``x`` of shape (B, T, d_model) to outputs of the same length
 * :class:`AttentionMixer` computes every ``y_i = sum_j w_ij v_j`` at once with a few
   matrix products: no left-to-right links, only the all-to-all ("red") ones.
 
-:mod:`beforeqkv.parallel` measures their sequential depth and their running time.
+:mod:`beforeqkv.measure.steps` measures their sequential depth and their running time.
 """
 from __future__ import annotations
 

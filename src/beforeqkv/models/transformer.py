@@ -20,7 +20,7 @@ from ..attention import KVCache, MultiHeadAttention, rotary_tables
 from .blocks import ACTIVATIONS, MLP, NORMS, RMSNorm, make_norm
 from .._validate import check_finite, check_finite_number, check_ids, check_positive
 
-__all__ = ["TransformerBlock", "TransformerConfig", "Transformer", "GPTConfig", "GPT", "RMSNorm", "MLP"]
+__all__ = ["TransformerBlock", "TransformerConfig", "Transformer", "GPT", "RMSNorm", "MLP"]
 
 POSITIONS = ("learned", "rotary", "none")
 
@@ -78,7 +78,7 @@ class TransformerBlock(nn.Module):
 class TransformerConfig:
     """Sizes and options of a :class:`Transformer`; the defaults are a small pre-LN GPT-2-style model.
 
-    ``causal=False`` makes an encoder (BERT, MiniLM); ``GPTConfig`` is the same class.
+    ``causal=False`` makes an encoder (BERT, MiniLM).
     """
 
     d_vocab: int
@@ -105,7 +105,7 @@ class TransformerConfig:
     init_std: float = 0.02  # N(0, init_std^2) weights; residual projections / sqrt(2 n_layers)
 
     def __post_init__(self):
-        check_positive(**{f"GPTConfig.{name}": getattr(self, name)
+        check_positive(**{f"TransformerConfig.{name}": getattr(self, name)
                           for name in ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers")})
         if self.d_head is None and self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
@@ -115,7 +115,7 @@ class TransformerConfig:
             raise ValueError(f"unknown MLP activation {self.activation!r}: choose one of {ACTIVATIONS}")
         if self.positions not in POSITIONS:
             raise ValueError(f"unknown positions {self.positions!r}: choose one of {POSITIONS}")
-        check_finite_number("GPTConfig.init_std", self.init_std, low=0, strict=True)
+        check_finite_number("TransformerConfig.init_std", self.init_std, low=0, strict=True)
         if self.final_norm is None:
             self.final_norm = self.prenorm
 
@@ -124,9 +124,6 @@ class TransformerConfig:
         return dict(d_model=self.d_model, n_heads=self.n_heads, d_mlp=self.d_mlp, d_head=self.d_head,
                     n_kv_heads=self.n_kv_heads, norm=self.norm, norm_eps=self.norm_eps, prenorm=self.prenorm,
                     activation=self.activation, bias=self.bias, residual=self.residual, fast=self.fast)
-
-
-GPTConfig = TransformerConfig
 
 
 class Transformer(nn.Module):

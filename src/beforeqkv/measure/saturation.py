@@ -15,8 +15,8 @@ from typing import Iterable
 
 import torch
 
-from ._validate import check_finite, check_finite_number
-from .tasks._util import check_generator, check_positive
+from .._validate import check_finite, check_finite_number
+from ..tasks._util import check_generator, check_positive
 
 __all__ = [
     "softmax_jacobian",

@@ -12,7 +12,7 @@ module                     A                            symmetric  parameters
 :class:`SymmetricBilinear` (B + B^T) / 2                yes        d^2
 :class:`CosineScore`       tau d I on unit vectors      yes        1
 :class:`BilinearScore`     A                            no         d^2
-:class:`QKScore`           W_Q^T W_K  (rank <= r)       no         2 r d
+:class:`QKScore`           W_Q^T W_K  (rank <= d_head)  no         2 d_head d
 =========================  ===========================  =========  ==============
 
 Each module maps ``x_q`` (..., T_q, d) and ``x_k`` (..., T_k, d; default ``x_q``) to
@@ -26,8 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._validate import check_positive
-from .attention import attention_scores
+from .._validate import check_positive
+from ..attention import attention_scores
 
 __all__ = [
     "bilinear_scores", "dot_scores", "self_weight",
@@ -189,28 +189,28 @@ class BilinearScore(_Score):
 
 
 class QKScore(_Score):
-    """Queries and keys: ``s_ij = (W_Q x_i) . (W_K x_j) / sqrt(r)``, i.e. A = W_Q^T W_K of rank <= r.
+    """Queries and keys: ``s_ij = (W_Q x_i) . (W_K x_j) / sqrt(d_head)``: A = W_Q^T W_K, rank <= d_head.
 
-    2 r d parameters instead of d^2; computing the scores costs 2 T r d + T^2 r
+    2 d_head d parameters instead of d^2; the scores cost 2 T d_head d + T^2 d_head
     instead of T d^2 + T^2 d. Chapter 5.
     """
 
     symmetric = False
 
-    def __init__(self, d_model: int, rank: int):
+    def __init__(self, d_model: int, d_head: int):
         super().__init__(d_model)
-        check_positive(rank=rank)
-        self.rank = rank
-        self.W_Q = nn.Linear(d_model, rank, bias=False)  # weight (r, d)
-        self.W_K = nn.Linear(d_model, rank, bias=False)  # weight (r, d)
-        self.scale = 1.0 / math.sqrt(rank)
+        check_positive(d_head=d_head)
+        self.d_head = d_head
+        self.W_Q = nn.Linear(d_model, d_head, bias=False)  # weight (d_head, d)
+        self.W_K = nn.Linear(d_model, d_head, bias=False)  # weight (d_head, d)
+        self.scale = 1.0 / math.sqrt(d_head)
 
     def matrix(self):
-        return self.W_Q.weight.T @ self.W_K.weight  # (d, r) @ (r, d) -> (d, d), rank <= r
+        return self.W_Q.weight.T @ self.W_K.weight  # (d, d_head) @ (d_head, d) -> (d, d), rank <= d_head
 
     def forward(self, x_q, x_k=None):
         x_k = _check_pair(x_q, x_k, self.d_model)
-        return dot_scores(self.W_Q(x_q), self.W_K(x_k), self.scale)  # (..., T_q, r) . (..., T_k, r)
+        return dot_scores(self.W_Q(x_q), self.W_K(x_k), self.scale)  # (..., T_q, d_head) . (..., T_k, d_head)
 
 
 SCORES = {

@@ -5,10 +5,21 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from beforeqkv import diagrams
+from beforeqkv import figures
 
 ALL = ["memory_figure", "mixing_figure", "symmetry_figure", "heads_figure",
        "multihead_figure", "scale_figure", "block_figure", "mlp_memory_figure", "argument_map"]
+MODULE = {name: getattr(figures, mod) for name, mod in [
+    ("memory_figure", "ch01"),
+    ("mixing_figure", "ch04"),
+    ("symmetry_figure", "ch05"),
+    ("heads_figure", "ch06"),
+    ("multihead_figure", "ch06"),
+    ("scale_figure", "ch07"),
+    ("block_figure", "ch08"),
+    ("mlp_memory_figure", "ch09"),
+    ("argument_map", "common"),
+]}
 
 
 def texts(fig):
@@ -23,39 +34,39 @@ def joined(fig):
 
 @pytest.mark.parametrize("name", ALL)
 def test_each_diagram_is_a_figure_with_its_alt_text(name):
-    fig = getattr(diagrams, name)()
+    fig = getattr(MODULE[name], name)()
     assert isinstance(fig, Figure)
-    assert fig.alt_text == diagrams.ALT_TEXT[name]
+    assert fig.alt_text == figures.ALT_TEXT[name]
     assert len(fig.alt_text) >= 150 and "$" not in fig.alt_text
 
 
 @pytest.mark.parametrize("name", ALL)
 def test_diagrams_stay_legible_in_a_700px_column(name):
-    fig = getattr(diagrams, name)()
-    assert fig.get_size_inches()[0] <= diagrams.MAX_WIDTH
+    fig = getattr(MODULE[name], name)()
+    assert fig.get_size_inches()[0] <= figures.MAX_WIDTH
     sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")) if t.get_text()]
-    assert sizes and min(sizes) >= diagrams.MIN_FONT, (name, min(sizes))
+    assert sizes and min(sizes) >= figures.MIN_FONT, (name, min(sizes))
     # nothing spills outside the figure, so the saved (tight) PNG is not wider than the figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     tight = fig.get_tightbbox(FigureCanvasAgg(fig).get_renderer())
-    assert tight.width <= diagrams.MAX_WIDTH + 0.05, (name, tight.width)
+    assert tight.width <= figures.MAX_WIDTH + 0.05, (name, tight.width)
 
 
 def test_memory_figure_shows_both_memories():
-    s = joined(diagrams.memory_figure(n_tokens=4))
+    s = joined(figures.ch01.memory_figure(n_tokens=4))
     assert "Chapter 1" in s and "Chapter 2" in s and "$h_4$" in s and "$h_5$" not in s
     assert "answer" in s and "query $q$" in s
 
 
 def test_memory_figure_weights_sum_to_one():
-    fig = diagrams.memory_figure()
+    fig = figures.ch01.memory_figure()
     shown = [float(t) for t in texts(fig) if t.replace(".", "").isdigit() and "." in t]
     assert len(shown) == 5 and abs(sum(shown) - 1) <= 0.02
 
 
 def test_mixing_figure_rows_are_weights_that_sum_to_one():
-    fig = diagrams.mixing_figure(n_tokens=4, focus=2)
+    fig = figures.ch04.mixing_figure(n_tokens=4, focus=2)
     mat = fig.axes[1]
     w = mat.images[0].get_array()
     assert w.shape == (4, 4)
@@ -65,7 +76,7 @@ def test_mixing_figure_rows_are_weights_that_sum_to_one():
 
 
 def test_symmetry_figure_contrasts_a_matrix_and_its_symmetric_part():
-    fig = diagrams.symmetry_figure()
+    fig = figures.ch05.symmetry_figure()
     A, S = (np.asarray(ax.images[0].get_array()) for ax in (fig.axes[1], fig.axes[3]))
     assert not np.allclose(A, A.T) and np.allclose(S, S.T)
     np.testing.assert_allclose(S, (A + A.T) / 2)
@@ -74,24 +85,24 @@ def test_symmetry_figure_contrasts_a_matrix_and_its_symmetric_part():
 
 
 def test_heads_figure_names_the_per_head_maps():
-    s = joined(diagrams.heads_figure(n_heads=3))
+    s = joined(figures.ch06.heads_figure(n_heads=3))
     assert "$W_V^3$" in s and "$W_O^3$" in s and "3 heads" in s and "$T^2 d^2$" in s
 
 
 def test_multihead_figure_follows_x_through_heads_to_W_O_with_shapes():
-    s = joined(diagrams.multihead_figure())
+    s = joined(figures.ch06.multihead_figure())
     for part in ["$q_i = W_Q\\, x_i$", "$k_j = W_K\\, x_j$", "$v_j = W_V\\, x_j$", "split into",
                  "\\sqrt{d_\\mathrm{head}}", "\\operatorname{softmax}_j", "weighted sum",
                  "concatenate the heads", "$y_i = W_O"]:
         assert part in s, part
-    shapes = [t for t in texts(diagrams.multihead_figure()) if t.startswith("(")]
+    shapes = [t for t in texts(figures.ch06.multihead_figure()) if t.startswith("(")]
     assert shapes == ["(T, d_model)", "(T, n_heads·d_head)", "(n_heads, T, d_head)",
                       "(n_heads, T, T)", "(n_heads, T, T)", "(n_heads, T, d_head)",
                       "(T, n_heads·d_head)", "(T, d_model)"]
 
 
 def test_scale_figure_spread_grows_like_sqrt_d_and_the_unscaled_softmax_saturates():
-    fig = diagrams.scale_figure(d_heads=(16, 256, 1024))
+    fig = figures.ch07.scale_figure(d_heads=(16, 256, 1024))
     s = joined(fig)
     assert "$d_\\mathrm{head} = 1024$" in s and "saturated" in s and "spread 1" in s
     for ax, want in [(fig.axes[0], [4, 16, 32]), (fig.axes[1], [1, 1, 1])]:
@@ -104,18 +115,18 @@ def test_scale_figure_spread_grows_like_sqrt_d_and_the_unscaled_softmax_saturate
 
 
 def test_mlp_memory_figure_reads_keys_from_W_in_values_from_W_out_and_gates_swiglu():
-    s = joined(diagrams.mlp_memory_figure())
+    s = joined(figures.ch09.mlp_memory_figure())
     for part in ["rows of $W_\\mathrm{in}$", "columns of $W_\\mathrm{out}$", "$k_m$", "$v_m$",
                  "\\operatorname{relu}", "$\\sum_u a_u v_u$", "d_\\mathrm{mlp}",
                  "row $u$ of $W_\\mathrm{gate}$", "scales it"]:
         assert part in s, part
-    shown = [float(t.replace("−", "-")) for t in texts(diagrams.mlp_memory_figure())
+    shown = [float(t.replace("−", "-")) for t in texts(figures.ch09.mlp_memory_figure())
              if t.startswith(("+", "−"))]
-    assert shown == diagrams.SLOT_MATCH
+    assert shown == figures.ch09.SLOT_MATCH
 
 
 def test_block_figure_labels_every_part_with_a_chapter():
-    s = joined(diagrams.block_figure())
+    s = joined(figures.ch08.block_figure())
     for part in ["LayerNorm", "causal multi-head attention", "MLP", "$W_U$", "residual"]:
         assert part in s, part
     cited = set()
@@ -127,26 +138,26 @@ def test_block_figure_labels_every_part_with_a_chapter():
 
 
 def test_argument_map_has_every_chapter_pressure_and_fix():
-    s = joined(diagrams.argument_map())
-    for _n, _, pressure, fix in diagrams.ARGUMENT:
+    s = joined(figures.common.argument_map())
+    for _n, _, pressure, fix in figures.ARGUMENT:
         assert pressure.split()[-1] in s and fix.split()[0] in s
-    assert [n for n, *_ in diagrams.ARGUMENT] == list(range(1, 10))
+    assert [n for n, *_ in figures.ARGUMENT] == list(range(1, 10))
 
 
 def test_preface_states_the_same_argument_map():
     from pathlib import Path
     index = (Path(__file__).parents[1] / "book" / "index.md").read_text()
-    for n, _, pressure, fix in diagrams.ARGUMENT:
+    for n, _, pressure, fix in figures.ARGUMENT:
         assert f"| {pressure} | {fix} |" in index, n
 
 
-@pytest.mark.parametrize("call", [lambda: diagrams.memory_figure(n_tokens=1),
-                                  lambda: diagrams.memory_figure(n_tokens=3.0),
-                                  lambda: diagrams.mixing_figure(focus=9),
-                                  lambda: diagrams.heads_figure(n_heads=0),
-                                  lambda: diagrams.heads_figure(n_tokens=20),
-                                  lambda: diagrams.scale_figure(d_heads=(16, 0, 64)),
-                                  lambda: diagrams.scale_figure(d_heads=(16,))])
+@pytest.mark.parametrize("call", [lambda: figures.ch01.memory_figure(n_tokens=1),
+                                  lambda: figures.ch01.memory_figure(n_tokens=3.0),
+                                  lambda: figures.ch04.mixing_figure(focus=9),
+                                  lambda: figures.ch06.heads_figure(n_heads=0),
+                                  lambda: figures.ch06.heads_figure(n_tokens=20),
+                                  lambda: figures.ch07.scale_figure(d_heads=(16, 0, 64)),
+                                  lambda: figures.ch07.scale_figure(d_heads=(16,))])
 def test_bad_sizes_raise_value_error(call):
     with pytest.raises(ValueError):
         call()
@@ -161,10 +172,10 @@ def test_chapter_cells_that_draw_a_diagram_carry_its_alt_text_and_a_caption():
         for cell in json.loads(path.read_text())["cells"]:
             src = "".join(cell["source"])
             for name in ALL:
-                if cell["cell_type"] == "code" and f"diagrams.{name}(" in src:
+                if cell["cell_type"] == "code" and f"figs.{name}(" in src:
                     meta = cell["metadata"]
                     assert "remove-input" in meta.get("tags", []), (path.name, name)
-                    assert meta["mystnb"]["image"]["alt"] == diagrams.ALT_TEXT[name], (path.name, name)
+                    assert meta["mystnb"]["image"]["alt"] == figures.ALT_TEXT[name], (path.name, name)
                     assert meta["mystnb"]["figure"]["caption"], (path.name, name)
                     found[name] = path.name
     assert set(found) == set(ALL) - {"argument_map"}, found

@@ -5,7 +5,6 @@ import math
 from typing import Sequence
 
 import torch
-
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .. import plot

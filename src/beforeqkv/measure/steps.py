@@ -3,7 +3,7 @@
 * :func:`sequential_depth` counts the longest chain of operations in the autograd graph
   behind a tensor: no matter how many processors you have, those operations must run
   one after another. A deterministic number, unlike a stopwatch.
-* :func:`compute_steps` labels each unit of a stacked (recurrent or all-to-all) network
+* :func:`step_of_each_unit` labels each unit of a stacked (recurrent or all-to-all) network
   with the step at which it can be computed: the picture of chapter 3.
 * :func:`time_forward_backward` measures forward + backward time, the minimum over
   repeats (the least disturbed run).
@@ -16,9 +16,9 @@ import time
 
 import torch
 
-from ._validate import check_positive
+from .._validate import check_positive
 
-__all__ = ["sequential_depth", "compute_steps", "time_forward_backward"]
+__all__ = ["sequential_depth", "step_of_each_unit", "time_forward_backward"]
 
 _LEAF = "AccumulateGrad"  # the node that deposits a gradient into a leaf tensor: not an operation
 
@@ -59,7 +59,7 @@ def sequential_depth(output: torch.Tensor) -> int:
     return depth[root]
 
 
-def compute_steps(n_layers: int, n_tokens: int, recurrent: bool) -> torch.Tensor:
+def step_of_each_unit(n_layers: int, n_tokens: int, recurrent: bool) -> torch.Tensor:
     """The step at which each unit of a stacked network can be computed, given unlimited processors.
 
     Unit (l, t) (layer l, position t) reads the layer below at every position j <= t

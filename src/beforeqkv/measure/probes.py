@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from .tasks.ring import ring_neighbors
-from .train import _per_chunk
+from ..tasks.ring import ring_neighbors
+from ..train import _per_chunk
 
 __all__ = ["ring_accuracy", "routing_profile"]
 
