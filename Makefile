@@ -131,8 +131,9 @@ i18n-status: $(STAMP)
 notebooks-branch: $(STAMP)
 	$(BIN)/python tools/notebooks_branch.py dist/reader _build/notebooks-branch
 
-# The built site in headless Chromium with every host but 127.0.0.1 unresolvable;
-# screenshots (1280 and 390 px wide) go to _build/screenshots/.
+# The built site in headless Chromium (Debian's, driven by Playwright: tools/browser.py), every
+# request for a host but 127.0.0.1 blocked and reported; screenshots (1280 and 390 px wide)
+# go to _build/screenshots/.
 test-site: $(STAMP)
 	$(BIN)/python -m pytest tests/test_site.py tests/test_i18n.py tests/test_browser.py -q -p no:cacheprovider \
 	  --require-site --junitxml=_build/junit-site.xml

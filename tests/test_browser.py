@@ -1,7 +1,8 @@
 """The built site in headless Chromium, offline, as a reader meets it (`make test-site`).
 
-Every page is opened at 1280 px and at 390 px with every host but 127.0.0.1 unresolvable
-(tools/browser.py). Screenshots go to _build/screenshots/. Runs with --require-site.
+Every page is opened at 1280 px and at 390 px with every request for a host other than
+127.0.0.1 blocked (tools/browser.py: Playwright driving Debian's Chromium). Screenshots go
+to _build/screenshots/. Runs with --require-site.
 
 Code cells wider than their box are counted; the count may not exceed
 BEFOREQKV_MAX_WIDE_CODE (unset: the test is an expected failure that reports the
@@ -115,8 +116,9 @@ def test_code_cells_fit_the_column_at_1280_px(report):
 
 
 def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
-    """A page with a frozen explorer, raw TeX, a broken image, a CDN script and an overflowing
-    code cell: the check must report every one of them (and a good explorer as good)."""
+    """A page with a frozen explorer, raw TeX, a broken image, a CDN script, a console error, an
+    uncaught exception and an overflowing code cell: the check must report every one of them
+    (and a good explorer as good)."""
     if not browser.find_chromium():
         if request.config.getoption("--require-site"):
             pytest.fail("no Chromium: apt-get install -y chromium")
@@ -132,13 +134,17 @@ def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
     (tmp_path / "page.html").write_text(
         "<html><head><script src='https://cdn.example.org/x.js'></script></head><body>"
         "<p>raw $$x^2$$ here</p><img src='missing.png'>"
+        "<script>console.error('boom'); notDefined()</script>"
         "<div class='cell'><div class='cell_input'><pre style='width:200px;overflow:auto'>"
         + "x = 1  # " + "long " * 40 + "</pre></div></div>" + good + frozen
         + "<style>html[data-theme=dark] #bqkv-explorer-frozen { background: #121212 }"
         " html[data-theme=dark] #bqkv-explorer-frozen label { color: #222832 }</style>"
         "</body></html>")
     r = browser.check_site(tmp_path, None, ["page.html"])["page.html"]
-    assert any("cdn.example.org" in p or "ERR_NAME_NOT_RESOLVED" in p for p in r["problems"])
+    problems = "\n".join(r["problems"])
+    assert "other host (blocked): https://cdn.example.org/x.js" in problems
+    assert "http 404: /missing.png" in problems and "console: boom" in problems
+    assert "exception: ReferenceError: notDefined is not defined" in problems
     assert r["raw_tex"] and any(not i["ok"] for i in r["images"])
     assert len(r["overflowing_code"]) == 1
     good_report, frozen_report = r["explore"]

@@ -2,35 +2,36 @@
 
     python tools/browser.py _build/html [_build/screenshots]
 
-Talks the Chrome DevTools Protocol over a pipe (--remote-debugging-pipe: stdlib only, no
-websocket client). The site is served from 127.0.0.1 and every other host is unresolvable
-(--host-resolver-rules), so anything still fetched from a CDN fails and shows up as a
-console/network error. For each page it records: maths (MathJax output, raw TeX left
-over), images that did not load, console errors, exceptions and failed requests, code
-cells wider than their box at 1280 px, whether each explorer's figure changes when a
-control moves, the contrast of the explorers' labels and controls in the light and the dark
-theme, tracebacks; and saves desktop (1280) and phone (390) screenshots.
-tests/test_browser.py asserts on this report; `make test-site` runs it.
+Drives Debian's Chromium (find_chromium) with Playwright's sync API; Playwright's own browser
+builds are not used. The site is served from 127.0.0.1 and every request for another host is
+aborted (a route) and reported, as are console errors, uncaught exceptions, failed requests
+and HTTP errors. For each page it records: maths (MathJax output, raw TeX left over), images
+that did not load, code cells wider than their box at 1280 px, whether each explorer's
+figure changes when a control moves, the contrast of the explorers' labels and controls in
+the light and the dark theme, tracebacks; and saves desktop (1280) and phone (390)
+screenshots. tests/test_browser.py asserts on this report; `make test-site` runs it.
 """
 from __future__ import annotations
 
-import base64
 import functools
 import http.server
-import json
 import os
-import select
+import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
+from playwright.sync_api import sync_playwright
+
 DESKTOP, PHONE = 1280, 390
 MAX_SHOT_HEIGHT = 16000          # px; longer pages are cut (Chromium's texture limit)
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "chrome")
+# Any http(s) URL whose host is not 127.0.0.1 (matched inside Playwright's driver, so local
+# requests never wait on Python; data: URLs, which the explorers use, are not requests). A
+# route turns Chromium's cache off: every page loads in full, ~0.3 s more than with a cache.
+ELSEWHERE = re.compile(r"^https?://(?!127\.0\.0\.1(?:[:/]|$))")
 
 
 def find_chromium():
@@ -42,130 +43,6 @@ def find_chromium():
         if path:
             return path
     return None
-
-
-class CDPError(RuntimeError):
-    pass
-
-
-class Chromium:
-    """A headless Chromium driven over --remote-debugging-pipe (fd 3 in, fd 4 out)."""
-
-    def __init__(self, binary=None, allow_host="127.0.0.1", timeout=60):
-        binary = binary or find_chromium()
-        if not binary:
-            raise CDPError("no chromium found: apt-get install -y chromium")
-        self.timeout = timeout
-        self.profile = tempfile.mkdtemp(prefix="bqkv-chromium-")
-        to_r, self._to_w = os.pipe()          # we write commands, Chromium reads fd 3
-        self._from_r, from_w = os.pipe()      # Chromium writes fd 4, we read
-        args = [binary, "--headless=new", "--remote-debugging-pipe", "--no-sandbox",
-                "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-extensions", "--disable-background-networking", "--mute-audio",
-                "--hide-scrollbars", "--disable-features=Translate,MediaRouter",
-                f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {allow_host}",
-                f"--user-data-dir={self.profile}", "about:blank"]
-        # bash puts the pipes on fds 3 and 4 where Chromium expects them
-        cmd = ["bash", "-c", f'exec "$@" 3<&{to_r} 4>&{from_w}', "chromium", *args]
-        self.proc = subprocess.Popen(cmd, pass_fds=(to_r, from_w), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        os.close(to_r)
-        os.close(from_w)
-        self._buf = b""
-        self._id = 0
-        self.events = []
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            self.call(f"{domain}.enable", session=True)
-
-    def _read_message(self, deadline):
-        while b"\0" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise CDPError("timed out waiting for Chromium")
-            ready, _, _ = select.select([self._from_r], [], [], left)
-            if ready:
-                chunk = os.read(self._from_r, 1 << 20)
-                if not chunk:
-                    raise CDPError("Chromium closed the pipe")
-                self._buf += chunk
-        raw, self._buf = self._buf.split(b"\0", 1)
-        return json.loads(raw)
-
-    def call(self, method, session=False, timeout=None, **params):
-        self._id += 1
-        msg = {"id": self._id, "method": method, "params": params}
-        if session:
-            msg["sessionId"] = self.session
-        data = json.dumps(msg).encode() + b"\0"
-        while data:
-            data = data[os.write(self._to_w, data):]
-        deadline = time.monotonic() + (timeout or self.timeout)
-        while True:
-            m = self._read_message(deadline)
-            if m.get("id") == self._id:
-                if "error" in m:
-                    raise CDPError(f"{method}: {m['error']}")
-                return m.get("result", {})
-            if "method" in m:
-                self.events.append(m)
-
-    def wait_event(self, method, timeout=None):
-        deadline = time.monotonic() + (timeout or self.timeout)
-        seen = len(self.events)
-        while True:
-            for m in self.events[seen:]:
-                if m.get("method") == method:
-                    return m
-            seen = len(self.events)
-            m = self._read_message(deadline)
-            if "method" in m:
-                self.events.append(m)
-
-    def js(self, expression, timeout=None):
-        r = self.call("Runtime.evaluate", session=True, timeout=timeout, expression=expression,
-                      awaitPromise=True, returnByValue=True)
-        if "exceptionDetails" in r:
-            raise CDPError(f"script failed: {r['exceptionDetails'].get('text')} "
-                           f"{r['exceptionDetails'].get('exception', {}).get('description', '')}")
-        return r["result"].get("value")
-
-    def viewport(self, width, height=900, mobile=False):
-        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
-                  deviceScaleFactor=1, mobile=mobile)
-
-    def goto(self, url, timeout=None):
-        self.events.clear()
-        self.call("Page.navigate", session=True, url=url)
-        self.wait_event("Page.loadEventFired", timeout)
-
-    def screenshot(self, path, clip=None):
-        beyond = clip is None                 # a whole page; an element is scrolled into view
-        if clip is None:
-            h = min(int(self.js("document.documentElement.scrollHeight")), MAX_SHOT_HEIGHT)
-            w = int(self.js("document.documentElement.clientWidth"))
-            clip = {"x": 0, "y": 0, "width": w, "height": h, "scale": 1}
-        shot = self.call("Page.captureScreenshot", session=True, timeout=120, format="png",
-                         captureBeyondViewport=beyond, clip=clip)
-        Path(path).write_bytes(base64.b64decode(shot["data"]))
-
-    def close(self):
-        try:
-            self.call("Browser.close", timeout=5)
-        except (CDPError, OSError):
-            pass
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        for fd in (self._to_w, self._from_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -268,8 +145,10 @@ _EXPLORE = r"""(() => {
 
 
 # The lowest WCAG contrast ratio of the explorers' text (labels, shown values, the note) and
-# controls (dropdowns) in one colour theme: the page's own theme switch, <html data-theme>, is
-# set as the theme's button (or a dark system setting) sets it; colours are the computed ones.
+# controls (dropdowns) in one colour theme. The caller emulates the system setting
+# (prefers-color-scheme), which the theme follows in its "auto" mode; <html data-theme> is also
+# set here, as the theme's own button sets it (and for a page without the theme's script).
+# Colours are the computed ones.
 _CONTRAST = r"""((theme) => {
   const html = document.documentElement, before = html.dataset.theme;
   html.dataset.theme = theme;
@@ -302,26 +181,60 @@ _CONTRAST = r"""((theme) => {
   return out;
 })"""
 
+def _tab(context, base):
+    """A page of ``context`` and the list that collects what goes wrong on it: console errors,
+    uncaught exceptions, failed requests, HTTP errors and requests for any other host
+    (aborted). One tab per context visits every page."""
+    page = context.new_page()
+    problems = []
 
-def _problems(events, base):
-    """Console errors, uncaught exceptions, failed requests (404s, blocked hosts)."""
-    found = []
-    for e in events:
-        m, p = e.get("method"), e.get("params", {})
-        if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-            found.append("console: " + " ".join(str(a.get("value", a.get("description", "")))
-                                                for a in p.get("args", [])))
-        elif m == "Runtime.exceptionThrown":
-            d = p.get("exceptionDetails", {})
-            found.append("exception: " + (d.get("exception", {}).get("description") or d.get("text", "")))
-        elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
-            entry = p["entry"]
-            found.append(f"log: {entry.get('text')} {entry.get('url', '')}".strip())
-        elif m == "Network.loadingFailed" and not p.get("canceled"):
-            found.append(f"network: {p.get('errorText')} ({p.get('type')})")
-        elif m == "Network.responseReceived" and p.get("response", {}).get("status", 200) >= 400:
-            found.append(f"http {p['response']['status']}: {p['response']['url'].replace(base, '')}")
-    return sorted(set(found))
+    def block(route):
+        problems.append(f"other host (blocked): {route.request.url}")
+        route.abort("blockedbyclient")
+
+    def console(msg):
+        if msg.type in ("error", "assert"):
+            where = msg.location.get("url", "").replace(base, "")
+            problems.append(f"console: {msg.text}" + (f" ({where})" if where else ""))
+
+    def failed(request):
+        if request.failure != "net::ERR_ABORTED":          # cancelled, not failed
+            problems.append(f"network: {request.failure} ({request.url.replace(base, '')})")
+
+    def response(r):
+        if r.status >= 400:
+            problems.append(f"http {r.status}: {r.url.replace(base, '')}")
+
+    page.route(ELSEWHERE, block)
+    page.on("console", console)
+    page.on("pageerror", lambda error: problems.append(f"exception: {error.stack or error.message}"))
+    page.on("requestfailed", failed)
+    page.on("response", response)
+    return page, problems
+
+
+def _visit(tab, url):
+    """Load ``url`` in ``tab`` = (page, problems) afresh and wait for it to settle (maths
+    typeset, fonts in)."""
+    page, problems = tab
+    problems.clear()
+    page.goto(url)
+    page.evaluate(_SETTLE)
+    return page
+
+
+def _prefer(page, theme):
+    """Emulate a system set to ``theme``; where the theme's script follows the system (its
+    "auto" mode), wait until it has switched <html data-theme>."""
+    page.emulate_media(color_scheme=theme)
+    page.wait_for_function("t => document.documentElement.dataset.mode !== 'auto'"
+                           " || document.documentElement.dataset.theme === t", arg=theme, timeout=10_000)
+
+
+def _shoot(page, path, width):
+    """The whole page, ``width`` px wide, cut at MAX_SHOT_HEIGHT."""
+    page.screenshot(path=path, full_page=True,
+                    clip={"x": 0, "y": 0, "width": width, "height": MAX_SHOT_HEIGHT})
 
 
 def check_site(html_dir, shots_dir=None, pages=None):
@@ -333,41 +246,48 @@ def check_site(html_dir, shots_dir=None, pages=None):
         and "http-equiv=\"refresh\"" not in p.read_text(encoding="utf-8", errors="replace")[:2000].lower())
     if shots_dir:
         Path(shots_dir).mkdir(parents=True, exist_ok=True)
+    binary = find_chromium()
+    if not binary:
+        raise RuntimeError("no chromium found: apt-get install -y chromium")
     server, base = serve(html_dir)
-    browser = Chromium()
     report = {}
     try:
-        for page in pages:
-            stem = page[:-5].replace("/", "_")
-            print(f"browser: {page}", file=sys.stderr, flush=True)
-            t0 = time.monotonic()
-            browser.viewport(DESKTOP)
-            browser.goto(f"{base}/{page}")
-            browser.js(_SETTLE, timeout=60)
-            r = browser.js(_INSPECT)
-            r["explore"] = browser.js(_EXPLORE, timeout=60) if r["explorers"] else []
-            r["contrast"] = {theme: browser.js(f"{_CONTRAST}({theme!r})") if r["explorers"] else []
-                             for theme in ("light", "dark")}
-            if shots_dir:
-                browser.screenshot(Path(shots_dir) / f"{stem}-desktop.png")
-                for i, _ in enumerate(r["explore"]):
-                    rect = browser.js(f"(() => {{const e = document.querySelectorAll('.bqkv-explorer')"
-                                      f"[{i}]; e.scrollIntoView(); const b = e.getBoundingClientRect();"
-                                      f" return [b.x, b.y + scrollY, b.width, b.height]}})()")
-                    browser.screenshot(Path(shots_dir) / f"{stem}-explorer{i + 1}.png",
-                                       clip=dict(zip(("x", "y", "width", "height"), rect), scale=1))
-            problems = _problems(browser.events, base)
-            browser.viewport(PHONE, height=800, mobile=True)
-            browser.goto(f"{base}/{page}")
-            browser.js(_SETTLE, timeout=60)
-            r["phone_page_width"] = browser.js("document.documentElement.scrollWidth")
-            if shots_dir:
-                browser.screenshot(Path(shots_dir) / f"{stem}-phone.png")
-            r["problems"] = sorted(set(problems + _problems(browser.events, base)))
-            r["seconds"] = round(time.monotonic() - t0, 1)
-            report[page] = r
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=binary, headless=True)
+            common = dict(device_scale_factor=1, color_scheme="light", service_workers="block")
+            desktop = browser.new_context(viewport={"width": DESKTOP, "height": 900}, **common)
+            phone = browser.new_context(viewport={"width": PHONE, "height": 800}, is_mobile=True,
+                                        has_touch=True, **common)
+            for context in (desktop, phone):
+                context.set_default_timeout(60_000)
+            desktop_tab, phone_tab = _tab(desktop, base), _tab(phone, base)
+            for page in pages:
+                stem = page[:-5].replace("/", "_")
+                print(f"browser: {page}", file=sys.stderr, flush=True)
+                t0 = time.monotonic()
+                tab = _visit(desktop_tab, f"{base}/{page}")
+                r = tab.evaluate(_INSPECT)
+                r["explore"] = tab.evaluate(_EXPLORE) if r["explorers"] else []
+                r["contrast"] = {"light": [], "dark": []}
+                if r["explorers"]:                  # a light, then a dark system setting
+                    r["contrast"]["light"] = tab.evaluate(_CONTRAST, "light")
+                    _prefer(tab, "dark")
+                    r["contrast"]["dark"] = tab.evaluate(_CONTRAST, "dark")
+                    _prefer(tab, "light")
+                if shots_dir:
+                    _shoot(tab, Path(shots_dir) / f"{stem}-desktop.png", DESKTOP)
+                    explorers = tab.locator(".bqkv-explorer")
+                    for i in range(len(r["explore"])):
+                        explorers.nth(i).screenshot(path=Path(shots_dir) / f"{stem}-explorer{i + 1}.png")
+                tab = _visit(phone_tab, f"{base}/{page}")
+                r["phone_page_width"] = tab.evaluate("document.documentElement.scrollWidth")
+                if shots_dir:
+                    _shoot(tab, Path(shots_dir) / f"{stem}-phone.png", PHONE)
+                r["problems"] = sorted(set(desktop_tab[1] + phone_tab[1]))
+                r["seconds"] = round(time.monotonic() - t0, 1)
+                report[page] = r
+            browser.close()
     finally:
-        browser.close()
         server.shutdown()
     return report
 
