@@ -414,19 +414,18 @@ def test_chinese_pages_in_a_browser_typeset_maths_and_search_finds_chapter_1(sit
         assert not r["problems"], f"{page}: " + "\n".join(r["problems"])
         assert r["math_errors"] == 0 and not r["raw_tex"], page
         assert all(i["ok"] for i in r["images"]), page
+    from playwright.sync_api import sync_playwright
     server, base = browser.serve(site)
-    chromium = browser.Chromium()
     try:
-        chromium.goto(f"{base}/zh/search.html?q=%E6%B3%A8%E6%84%8F%E5%8A%9B")
-        hits = chromium.js("""(async () => {
-          for (let i = 0; i < 100; i++) {
-            const links = [...document.querySelectorAll('#search-results ul.search li a')];
-            if (links.length) return links.map(a => a.getAttribute('href'));
-            await new Promise(r => setTimeout(r, 200));
-          }
-          return [];
-        })()""", timeout=60)
+        with sync_playwright() as pw:
+            chromium = pw.chromium.launch(executable_path=browser.find_chromium(), headless=True)
+            page = chromium.new_page()
+            page.route(browser.ELSEWHERE, lambda route: route.abort("blockedbyclient"))  # offline
+            page.goto(f"{base}/zh/search.html?q=%E6%B3%A8%E6%84%8F%E5%8A%9B")
+            results = page.locator("#search-results ul.search li a")
+            results.first.wait_for(timeout=60_000)
+            hits = [a.get_attribute("href") for a in results.all()]
+            chromium.close()
     finally:
-        chromium.close()
         server.shutdown()
     assert any("01_squished_memory.html" in h for h in hits), hits
