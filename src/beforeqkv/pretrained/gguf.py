@@ -142,14 +142,16 @@ class GGUFFile:
     """A parsed GGUF file: ``metadata`` (dict), ``tensors`` (name -> :class:`TensorInfo`).
 
     ``data``: the file's bytes, or (from :func:`read_gguf`) a read-only ``np.memmap`` of
-    it. ``raw(name)`` is one tensor's stored bytes, a view; ``tensor(name)`` that tensor
-    dequantised to float32 with its torch shape.
+    it, kept as ``.data``, a flat ``memoryview`` (of a memmap: no copy). ``raw(name)`` is
+    one tensor's stored bytes, a view; ``tensor(name)`` that tensor dequantised to
+    float32 with its torch shape.
     """
 
-    def __init__(self, data: bytes | bytearray | np.ndarray, source: str = "<bytes>"):
+    def __init__(self, data: bytes | bytearray | memoryview | np.ndarray, source: str = "<bytes>"):
         self.source = source
-        # the file's bytes as a flat memoryview; of a memmap, it maps the file and copies nothing
-        data = self.data = memoryview(data).cast("B")
+        if not isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+            raise ValueError(f"GGUFFile needs the file's bytes or a np.memmap of it, got {type(data).__name__}")
+        data = self.data = memoryview(data).cast("B")  # (n_bytes,)
         r = _Reader(data)
         magic = bytes(data[:4])
         if len(data) < 4 or magic != MAGIC:
