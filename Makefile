@@ -3,6 +3,7 @@
 #   make test   set up .venv, lint (ruff), run the unit tests and execute every chapter with nbmake
 #   make bench  time every chapter (budget: 60 s each on a 2-core CPU)
 #   make bench-attention  time attention (teaching, fast, torch) -> _build/bench/attention.csv
+#   make bench-llm  SmolLM2's greedy decoding with the KV cache, in tokens/s (1 thread and torch's default)
 #   make gpu-check  on a CUDA machine: unit tests, every chapter and both benchmarks on the GPU
 #   make notebooks-branch  after make site: the notebooks branch (reader notebooks) in _build/
 #   make test-site  open every built page in headless Chromium, offline (after make book)
@@ -25,7 +26,7 @@ JB_FLAGS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export BEFOREQKV_PROGRESS ?= 0
 
-.PHONY: lint install book test unit execute site site-src site-en site-zh i18n-pot i18n-update i18n-status notebooks-branch bench bench-attention gpu-check student strip clean help vendor test-site dist test-colab
+.PHONY: lint install book test unit execute site site-src site-en site-zh i18n-pot i18n-update i18n-status notebooks-branch bench bench-attention bench-llm gpu-check student strip clean help vendor test-site dist test-colab
 
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
@@ -160,6 +161,9 @@ bench: $(STAMP)
 
 bench-attention: $(STAMP)
 	$(BIN)/python tools/bench_attention.py --out _build/bench/attention.csv $(BENCH_ATTENTION_ARGS)
+
+bench-llm: $(STAMP)
+	$(BIN)/python tools/bench_llm.py $(BENCH_LLM_ARGS)
 
 # Everything on CUDA: fails early on a machine without one. Chapters run with BEFOREQKV_DEVICE=cuda.
 gpu-check: $(STAMP)

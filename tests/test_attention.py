@@ -205,3 +205,68 @@ def test_a_user_mask_with_causal_keeps_the_zero_row_fix(monkeypatch):
     assert "attn_mask" in calls[0] and "is_causal" not in calls[0]
     torch.testing.assert_close(got[:, 2], torch.zeros(2, 6))
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+# ------------------------------------------------------------------ the KV cache's storage
+def _kv(t, seed, b=2, h=3, d=4):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(b, h, t, d, generator=g), torch.randn(b, h, t, d, generator=g)
+
+
+def test_kv_cache_writes_new_tokens_into_room_it_already_has():
+    cache = A.KVCache(capacity=8)
+    k0, v0 = _kv(3, 0)
+    cache.update(0, k0, v0)
+    start = cache.keys[0].data_ptr()
+    steps = [_kv(1, s) for s in range(1, 4)]
+    for k, v in steps:
+        got_k, got_v = cache.update(0, k, v)
+    assert cache.keys[0].data_ptr() == start, "the cache was copied instead of written in place"
+    assert cache.keys[0].shape == (2, 3, 6, 4) and cache.length(0) == 6
+    torch.testing.assert_close(got_k, torch.cat([k0] + [k for k, _ in steps], dim=-2), atol=0, rtol=0)
+    torch.testing.assert_close(got_v, torch.cat([v0] + [v for _, v in steps], dim=-2), atol=0, rtol=0)
+
+
+def test_kv_cache_without_a_capacity_grows_and_keeps_every_token():
+    cache = A.KVCache()
+    steps = [_kv(t, s) for s, t in enumerate([2, 1, 1, 3, 1, 5])]
+    for layer in (0, 1):
+        for k, v in steps:
+            got_k, got_v = cache.update(layer, k, v)
+        torch.testing.assert_close(got_k, torch.cat([k for k, _ in steps], dim=-2), atol=0, rtol=0)
+        torch.testing.assert_close(got_v, torch.cat([v for _, v in steps], dim=-2), atol=0, rtol=0)
+    assert cache.length(1) == 13 and cache.values[1].shape == (2, 3, 13, 4)
+
+
+def test_kv_cache_under_autograd_appends_out_of_place_so_gradients_flow():
+    cache = A.KVCache(capacity=4)
+    k0, v0 = (t.requires_grad_() for t in _kv(2, 0))
+    k1, v1 = (t.requires_grad_() for t in _kv(1, 1))
+    cache.update(0, k0, v0)
+    k, v = cache.update(0, k1, v1)
+    (k.sum() + 2 * v.sum()).backward()
+    torch.testing.assert_close(k0.grad, torch.ones_like(k0))
+    torch.testing.assert_close(v1.grad, 2 * torch.ones_like(v1))
+
+
+def test_kv_cache_rejects_keys_that_do_not_continue_it():
+    cache = A.KVCache()
+    cache.update(0, *_kv(2, 0, b=1))
+    with pytest.raises(ValueError, match="do not continue"):
+        cache.update(0, *_kv(1, 1, b=3))
+    with pytest.raises(ValueError, match="capacity"):
+        A.KVCache(capacity=0)
+
+
+def test_grouped_heads_on_the_fused_path_match_the_teaching_path_with_a_cache():
+    torch.manual_seed(0)
+    mha = A.MultiHeadAttention(16, 4, n_kv_heads=2)
+    x = torch.randn(2, 6, 16)
+    mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    mask[0, ..., :2] = False  # padded keys in the first sequence
+    full, _ = mha(x, mask=mask, causal=True, return_weights=True)  # teaching path: explicit repetition
+    torch.testing.assert_close(mha(x, mask=mask, causal=True), full, atol=1e-5, rtol=1e-5)
+    cache = A.KVCache(capacity=6)
+    first = mha(x[:, :4], causal=True, kv_cache=cache)
+    rest = [mha(x[:, t:t + 1], causal=True, kv_cache=cache) for t in (4, 5)]
+    torch.testing.assert_close(torch.cat([first] + rest, dim=1), mha(x, causal=True), atol=1e-5, rtol=1e-5)

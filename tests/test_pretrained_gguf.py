@@ -164,6 +164,28 @@ def test_missing_file_and_unknown_tensor_are_value_errors(tmp_path):
         read_gguf(tmp_path / "t.gguf").tensor("zz")
 
 
+def test_a_file_is_mapped_not_read_and_raw_bytes_are_views_into_the_map(tmp_path):
+    data, _, values = _tiny()
+    (tmp_path / "t.gguf").write_bytes(data)
+    f = read_gguf(tmp_path / "t.gguf")
+    assert isinstance(f.data.obj, np.memmap), "the file is mapped, not read into a bytes object"
+    raw = f.raw("c4")
+    assert raw.dtype == np.uint8 and raw.nbytes == f.tensors["c4"].nbytes
+    assert np.shares_memory(raw, f.data.obj) and not raw.flags.writeable  # a view of the file
+    assert bytes(raw) == data[f.tensors["c4"].offset:f.tensors["c4"].offset + raw.nbytes]
+    a = f.tensor("a")  # dequantised (here: F32) tensors are float32 copies the model may own
+    torch.testing.assert_close(a, values["a"], atol=0, rtol=0)
+    assert not np.shares_memory(a.numpy(), f.data.obj)
+    a += 1  # writable, and the file is untouched
+    torch.testing.assert_close(f.tensor("a"), values["a"], atol=0, rtol=0)
+
+
+def test_an_empty_file_is_named(tmp_path):
+    (tmp_path / "empty.gguf").write_bytes(b"")
+    with pytest.raises(ValueError, match="it is empty"):
+        read_gguf(tmp_path / "empty.gguf")
+
+
 # ------------------------------------------------------------------ the real file
 def test_the_smollm2_file_has_the_documented_layout():
     try:

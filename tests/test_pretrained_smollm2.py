@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from beforeqkv.attention import apply_rotary, rotary_tables
 from beforeqkv.models import GPT
 from beforeqkv.pretrained import WeightsMissing
+from beforeqkv.pretrained.gguf import dequantize
 from beforeqkv.pretrained.smollm2 import WEIGHT_MAP, unpermute_rotary
 
 PROMPT = "The capital of France is"
@@ -90,6 +92,27 @@ def test_greedy_continuation_with_and_without_the_cache(lm):
     assert lm.decode(cached) == GREEDY
     assert lm.generate_ids(IDS, 8, use_cache=False) == cached
     assert lm.generate(PROMPT, 8) == GREEDY
+
+
+def test_generate_ids_is_gpt_generate_with_the_end_of_text_token(lm, monkeypatch):
+    calls = []
+    real = lm.model.generate
+
+    def spy(tokens, max_new_tokens, **options):
+        calls.append(options)
+        return real(tokens, max_new_tokens, **options)
+
+    monkeypatch.setattr(lm.model, "generate", spy)
+    assert lm.generate_ids(IDS, 2) == lm.generate_ids(IDS, 2, stop_at_eos=False, use_cache=False)
+    assert [(c["stop_token"], c["use_cache"], c["temperature"]) for c in calls] == [
+        (lm.eos_id, True, 0), (None, False, 0)]
+
+
+def test_the_mapped_file_stays_readable_from_the_loaded_model(lm):
+    raw = lm.gguf.raw("blk.0.ffn_down.weight")  # (nbytes,) uint8, a view into the mapped file
+    assert raw.dtype == np.uint8 and raw.nbytes == 576 * 1536 // 32 * 20 and not raw.flags.owndata
+    first = dequantize(raw[:20], 3, (32,))  # one Q4_1 block
+    torch.testing.assert_close(first, lm.model.blocks[0].mlp.W_out.weight.reshape(-1, 32)[0], atol=0, rtol=0)
 
 
 def test_sampling_is_seeded(lm):

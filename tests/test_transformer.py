@@ -179,6 +179,55 @@ def test_top_k_one_is_greedy():
     assert torch.equal(a, model.generate(torch.tensor([3]), 8, temperature=0))
 
 
+def test_generate_without_the_cache_writes_the_same_tokens():
+    model = _gpt(**VARIANTS["rotary+gqa"])
+    prompt = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    cached = model.generate(prompt, 15, temperature=0)  # runs past n_ctx = 12: a sliding window
+    assert torch.equal(model.generate(prompt, 15, temperature=0, use_cache=False), cached)
+
+
+def test_generate_stops_at_the_stop_token_and_keeps_it():
+    model = _gpt()
+    free = model.generate(torch.tensor([3]), 8, temperature=0)  # (9,)
+    stop = int(free[4])  # the 4th new token
+    first = next(i for i in range(1, 9) if free[i] == stop)
+    out = model.generate(torch.tensor([3]), 8, temperature=0, stop_token=stop)
+    assert torch.equal(out, free[:first + 1]) and out[-1] == stop
+
+
+def test_a_batch_stops_once_every_sequence_has_written_the_stop_token():
+    model = _gpt()
+    prompt = torch.tensor([[3], [7]])
+    free = model.generate(prompt, 8, temperature=0)  # (2, 9)
+    stop = int(free[0, 2])
+    out = model.generate(prompt, 8, temperature=0, stop_token=stop)
+    ends = [next((t for t in range(1, 9) if free[r, t] == stop), 8) for r in range(2)]  # where each row stops
+    assert out.shape == (2, max(ends) + 1)
+    for r, end in enumerate(ends):
+        assert torch.equal(out[r, :end + 1], free[r, :end + 1])
+        assert (out[r, end + 1:] == stop).all()  # a finished row repeats the stop token
+
+
+def test_generate_runs_one_forward_pass_per_new_token_but_the_last():
+    model = _gpt(positions="rotary")
+    calls = []
+    model.blocks[0].register_forward_hook(lambda module, args, out: calls.append(args[0].shape[1]))
+    model.generate(torch.tensor([[1, 2, 3]]), 5, temperature=0)
+    assert calls == [3, 1, 1, 1, 1]  # the prompt once, then one token at a time; none after the 5th
+    calls.clear()
+    assert model.generate(torch.tensor([1, 2]), 0).tolist() == [1, 2] and calls == []
+
+
+def test_reset_buffers_computes_the_rotary_tables_of_a_model_built_on_meta():
+    config = TransformerConfig(**{**TINY, "positions": "rotary"})
+    with torch.device("meta"):
+        model = GPT(config)
+    assert model.rope_cos.is_meta
+    model.reset_buffers(device="cpu")
+    cos, sin = attention.rotary_tables(config.n_ctx, config.d_model // config.n_heads)
+    assert torch.equal(model.rope_cos, cos) and torch.equal(model.rope_sin, sin)
+
+
 # ------------------------------------------------------------------ errors
 def test_tokens_beyond_context_raise():
     model = _gpt()
@@ -215,6 +264,8 @@ def test_bad_inputs_raise_clear_errors():
         model.generate(torch.tensor([1]), 3, top_k=0)
     with pytest.raises(ValueError, match="causal"):
         _gpt(causal=False).generate(torch.tensor([1]), 3)
+    with pytest.raises(ValueError, match="stop_token"):
+        model.generate(torch.tensor([1]), 3, stop_token=11)
     with pytest.raises(ValueError, match="unknown norm"):
         TransformerBlock(8, 2, norm="layer")
     with pytest.raises(ValueError, match="unknown MLP"):

@@ -8,6 +8,7 @@ Shapes: ``q`` is ``(..., T_q, d)``, ``k`` is ``(..., T_k, d)``, ``v`` is ``(...,
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -123,25 +124,37 @@ def attend(q, k, v, mask=None, scale: float | None = None):
     return out, weights
 
 
-def _fused(q, k, v, mask, causal: bool, scale: float | None) -> torch.Tensor:
+# torch >= 2.5 lets the fused kernel read grouped key/value heads without copying them
+_SDPA_GQA = tuple(int(p) for p in torch.__version__.split(".")[:2] if p.isdigit()) >= (2, 5)
+
+
+def _fused(q, k, v, mask, causal: bool, scale: float | None, grouped: bool = False) -> torch.Tensor:
     """torch's fused kernel with the least masking the case needs; ``mask`` already checked.
 
     Plain causal attention with ``t_q == t_k`` uses ``is_causal=True`` (no mask tensor);
     one query at the end of a cache sees every key (no mask); the zero-row fix for
-    fully masked rows runs only when a user mask could create one.
+    fully masked rows runs only when a user mask could create one. ``grouped=True``: ``k``
+    and ``v`` (B, H_kv, T_k, d) have fewer heads than ``q`` (B, H, T_q, d), H a multiple of H_kv.
     """
     t_q, t_k = q.shape[-2], k.shape[-2]
+    sdpa = F.scaled_dot_product_attention
+    if grouped:
+        if _SDPA_GQA:
+            sdpa = functools.partial(F.scaled_dot_product_attention, enable_gqa=True)
+        else:  # pragma: no cover - older torch: copy each key/value head for its group of queries
+            rep = q.shape[1] // k.shape[1]
+            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)  # (B, H, T_k, d)
     if mask is None:
         if not causal or t_q == 1:
-            return F.scaled_dot_product_attention(q, k, v, scale=scale)  # (..., T_q, d_v)
+            return sdpa(q, k, v, scale=scale)  # (..., T_q, d_v)
         if t_q == t_k:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+            return sdpa(q, k, v, is_causal=True, scale=scale)
         # queries are the last t_q of t_k positions: every row keeps >= 1 key
         cm = causal_mask(t_q, t_k, device=q.device)  # (T_q, T_k)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=cm, scale=scale)
+        return sdpa(q, k, v, attn_mask=cm, scale=scale)
     if causal:
         mask = mask & causal_mask(t_q, t_k, device=q.device)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., T_q, d_v)
+    out = sdpa(q, k, v, attn_mask=mask, scale=scale)  # (..., T_q, d_v)
     return out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
 
 
@@ -215,11 +228,20 @@ class KVCache:
 
     ``generate`` feeds one token at a time; each layer appends its new k, v and
     attends over everything cached. Parallel and incremental decoding agree (chapter 8).
+    ``keys[layer]`` and ``values[layer]`` are (B, H_kv, T, d_head): the tokens so far.
+
+    The numbers live in a buffer with room for ``capacity`` tokens (or twice what it
+    held, when it fills up), so a new token is written in place instead of copying the
+    whole cache each step. While autograd records, appending stays out of place.
     """
 
-    def __init__(self):
+    def __init__(self, capacity: int | None = None):
+        if capacity is not None:
+            check_positive(capacity=capacity)
+        self.capacity = capacity
         self.keys: dict[int, torch.Tensor] = {}
         self.values: dict[int, torch.Tensor] = {}
+        self._room: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # layer -> (k, v) buffers
 
     def length(self, layer: int = 0) -> int:
         k = self.keys.get(layer)
@@ -227,9 +249,28 @@ class KVCache:
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor):
         """Append k, v (B, H, T_new, d_head) for ``layer``; return all cached (k, v)."""
-        if layer in self.keys:
-            k = torch.cat([self.keys[layer], k], dim=-2)  # (B, H, T_old + T_new, d_head)
-            v = torch.cat([self.values[layer], v], dim=-2)
+        old, n = self.length(layer), self.length(layer) + k.shape[-2]
+        if old and (self.keys[layer].shape[:-2] != k.shape[:-2] or self.keys[layer].shape[-1] != k.shape[-1]):
+            raise ValueError(f"the cache of layer {layer} holds keys of shape {tuple(self.keys[layer].shape)}; "
+                             f"new keys of shape {tuple(k.shape)} do not continue them")
+        if k.requires_grad or v.requires_grad:  # autograd needs an out-of-place append
+            self._room.pop(layer, None)
+            if old:
+                k = torch.cat([self.keys[layer], k], dim=-2)  # (B, H, T_old + T_new, d_head)
+                v = torch.cat([self.values[layer], v], dim=-2)
+        else:
+            room = self._room.get(layer)
+            if room is None or room[0].shape[-2] < n:
+                size = max(n, 2 * old, self.capacity or 0)
+                room = (k.new_empty(*k.shape[:-2], size, k.shape[-1]),  # (B, H, size, d_head)
+                        v.new_empty(*v.shape[:-2], size, v.shape[-1]))
+                if old:
+                    room[0][..., :old, :] = self.keys[layer]
+                    room[1][..., :old, :] = self.values[layer]
+                self._room[layer] = room
+            room[0][..., old:n, :] = k
+            room[1][..., old:n, :] = v
+            k, v = room[0][..., :n, :], room[1][..., :n, :]  # (B, H, T_old + T_new, d_head) views
         self.keys[layer], self.values[layer] = k, v
         return k, v
 
@@ -295,15 +336,16 @@ class MultiHeadAttention(nn.Module):
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         if kv_cache is not None:
             k, v = kv_cache.update(layer, k, v)  # (B, H_kv, T_cache, d_head)
-        if self.n_kv_heads != self.n_heads:
-            rep = self.n_heads // self.n_kv_heads
-            k = k.repeat_interleave(rep, dim=1)  # (B, H, T_k, d_head)
-            v = v.repeat_interleave(rep, dim=1)
         t_q, t_k = q.shape[-2], k.shape[-2]
         mask = _check_mask(mask, t_q, t_k)
         if self.fast and not return_weights:
-            out = _fused(q, k, v, mask, causal, self.scale)  # (B, H, T, d_head)
+            grouped = self.n_kv_heads != self.n_heads  # the kernel reads shared key/value heads itself
+            out = _fused(q, k, v, mask, causal, self.scale, grouped=grouped)  # (B, H, T, d_head)
         else:
+            if self.n_kv_heads != self.n_heads:  # each key/value head serves n_heads / n_kv_heads queries
+                rep = self.n_heads // self.n_kv_heads
+                k = k.repeat_interleave(rep, dim=1)  # (B, H, T_k, d_head)
+                v = v.repeat_interleave(rep, dim=1)
             if causal:
                 cm = causal_mask(t_q, t_k, device=x.device)  # (T, T_k)
                 mask = cm if mask is None else (mask & cm)

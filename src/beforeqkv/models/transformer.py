@@ -145,13 +145,27 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList([TransformerBlock(**c.block_options()) for _ in range(c.n_layers)])
         self.norm_final = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.final_norm else nn.Identity()
         self.W_U = nn.Linear(c.d_model, c.d_vocab, bias=False)
-        if c.positions == "rotary":
-            cos, sin = rotary_tables(c.n_ctx, self.blocks[0].attn.d_head, base=c.rope_base)
-            self.register_buffer("rope_cos", cos, persistent=False)  # (n_ctx, d_head)
-            self.register_buffer("rope_sin", sin, persistent=False)
+        self.reset_buffers()
         if c.tie_embeddings:
             self.W_U.weight = self.W_E.weight  # (d_vocab, d_model), shared
         self.reset_parameters()
+
+    def reset_buffers(self, device=None) -> None:
+        """Compute the buffers that are not in the ``state_dict``: the rotary cos/sin tables.
+
+        They follow from the config alone, so a checkpoint does not store them; a model
+        built on the meta device and loaded with ``load_state_dict(assign=True)`` gets
+        them here (``device``: where to put them; default torch's current device).
+        """
+        c = self.config
+        if c.positions == "rotary":
+            d_head = self.blocks[0].attn.d_head
+            if torch.empty(0, device=device).is_meta:  # (also under torch.device("meta")) shapes only
+                cos = sin = torch.empty(c.n_ctx, d_head, device=device)
+            else:
+                cos, sin = rotary_tables(c.n_ctx, d_head, base=c.rope_base, device=device)
+            self.register_buffer("rope_cos", cos, persistent=False)  # (n_ctx, d_head)
+            self.register_buffer("rope_sin", sin, persistent=False)
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
@@ -189,11 +203,13 @@ class Transformer(nn.Module):
         t = tokens.shape[1]
         if offset + t > c.n_ctx:
             raise ValueError(f"{offset + t} tokens (cache {offset} + new {t}) exceed the context n_ctx={c.n_ctx}")
-        pos = torch.arange(offset, offset + t, device=tokens.device)  # (T,)
         x = self.W_E(tokens)  # (B, T, d_model)
         if self.W_pos is not None:
-            x = x + self.W_pos(pos)  # (B, T, d_model)
-        rope = (self.rope_cos[pos], self.rope_sin[pos]) if c.positions == "rotary" else None  # (T, d_head)
+            x = x + self.W_pos(torch.arange(offset, offset + t, device=tokens.device))  # (B, T, d_model)
+        if c.positions == "rotary":  # rows offset .. offset + T of the tables
+            rope = (self.rope_cos[offset:offset + t], self.rope_sin[offset:offset + t])  # (T, d_head)
+        else:
+            rope = None
         x = self.norm_embed(x)
         weights = []
         for i, block in enumerate(self.blocks):
@@ -219,19 +235,27 @@ class GPT(Transformer):
 
     @torch.no_grad()
     def generate(self, tokens: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
-                 top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+                 top_k: int | None = None, generator: torch.Generator | None = None, *,
+                 stop_token: int | None = None, use_cache: bool = True) -> torch.Tensor:
         """Sample ``max_new_tokens`` tokens after ``tokens`` (B, T0) or (T0,); returns prompt + new.
 
         Uses a KV cache: each new token runs through the model alone and attends to the
         cached keys and values. Once the sequence outgrows ``n_ctx`` each step re-reads
-        the last ``n_ctx`` tokens without a cache (learned positions cannot slide).
+        the last ``n_ctx`` tokens without a cache (learned positions cannot slide);
+        ``use_cache=False`` re-reads them every step (same tokens, slower).
         ``temperature=0`` picks the most likely token; ``top_k`` keeps the k best.
+        ``stop_token``: stop once every sequence has written it (it is kept; a sequence
+        that stopped early repeats it while the others go on), so fewer tokens may come back.
         """
         if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
         check_finite_number("temperature", temperature, low=0)
         if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
             raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
+        if stop_token is not None and (not isinstance(stop_token, int) or isinstance(stop_token, bool)
+                                       or not 0 <= stop_token < self.config.d_vocab):
+            raise ValueError(f"stop_token must be a token id in [0, {self.config.d_vocab}) or None, "
+                             f"got {stop_token!r}")
         if not self.config.causal:
             raise ValueError("generate() needs a causal model (config.causal=True)")
         if not isinstance(tokens, torch.Tensor) or tokens.dim() not in (1, 2) or tokens.is_floating_point():
@@ -244,18 +268,28 @@ class GPT(Transformer):
             raise ValueError("generate() needs at least one prompt token")
         was_training = self.training
         self.eval()
-        cache = KVCache()
-        logits = self(seq[:, -n_ctx:], kv_cache=cache)[:, -1]  # (B, d_vocab)
-        for _ in range(max_new_tokens):
-            nxt = _sample(logits, temperature, top_k, generator).to(seq.device)  # (B, 1)
-            seq = torch.cat([seq, nxt], dim=1)  # (B, T + 1)
+        cache = KVCache(capacity=min(n_ctx, seq.shape[1] + max_new_tokens)) if use_cache else None
+        done = torch.zeros(seq.shape[0], dtype=torch.bool)  # (B,) wrote stop_token
+        logits = self._last_logits(seq[:, -n_ctx:], cache) if max_new_tokens else None  # (B, d_vocab)
+        for step in range(max_new_tokens):
+            nxt = _sample(logits, temperature, top_k, generator)  # (B, 1) on the CPU
+            if stop_token is not None:
+                nxt[done] = stop_token
+                done |= nxt[:, 0] == stop_token
+            seq = torch.cat([seq, nxt.to(seq.device)], dim=1)  # (B, T + 1)
+            if step == max_new_tokens - 1 or (stop_token is not None and done.all()):
+                break  # no forward pass for a token nobody reads
             if cache is not None and cache.length(0) < n_ctx:
-                logits = self(nxt, kv_cache=cache)[:, -1]  # (B, d_vocab)
+                logits = self._last_logits(seq[:, -1:], cache)  # (B, d_vocab)
             else:
                 cache = None
-                logits = self(seq[:, -n_ctx:])[:, -1]
+                logits = self._last_logits(seq[:, -n_ctx:], None)
         self.train(was_training)
         return seq[0] if squeeze else seq
+
+    def _last_logits(self, tokens: torch.Tensor, kv_cache: KVCache | None) -> torch.Tensor:
+        """Logits at the last position only: (B, T) -> (B, d_vocab); ``W_U`` skips the rest."""
+        return self.W_U(self.hidden_states(tokens, kv_cache=kv_cache)[:, -1])  # (B, d_vocab)
 
 
 def _sample(logits, temperature, top_k, generator):

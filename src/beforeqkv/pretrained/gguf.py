@@ -17,6 +17,9 @@ Quantised types store blocks of 32 numbers that share a scale:
 
 Every count and length is checked against the file size before anything is allocated,
 so a truncated or corrupt file is a ``ValueError`` that says what is wrong.
+:func:`read_gguf` maps the file into memory (``np.memmap``) instead of reading it: the
+operating system brings in the pages a tensor touches, ``raw`` returns views into the
+map, and dequantising makes float32 copies.
 """
 from __future__ import annotations
 
@@ -62,9 +65,9 @@ class TensorInfo:
 
 
 class _Reader:
-    """A cursor over bytes that refuses to read past the end."""
+    """A cursor over bytes (a ``memoryview``) that refuses to read past the end."""
 
-    def __init__(self, data: bytes):
+    def __init__(self, data: memoryview):
         self.data, self.pos = data, 0
 
     def need(self, n: int, what: str) -> None:
@@ -85,7 +88,7 @@ class _Reader:
         raw = self.data[self.pos:self.pos + n]
         self.pos += n
         try:
-            return raw.decode("utf-8")
+            return str(raw, "utf-8")
         except UnicodeDecodeError as err:
             raise ValueError(f"GGUF file is corrupt: {what} is not UTF-8 ({err})") from None
 
@@ -102,7 +105,7 @@ class _Reader:
                 self.pos = pos + 8
                 self.need(n, f"{what}[{i}] (a string of {n} bytes)")
             try:
-                out.append(data[pos + 8:pos + 8 + n].decode("utf-8"))
+                out.append(str(data[pos + 8:pos + 8 + n], "utf-8"))
             except UnicodeDecodeError as err:
                 raise ValueError(f"GGUF file is corrupt: {what}[{i}] is not UTF-8 ({err})") from None
             pos += 8 + n
@@ -138,14 +141,19 @@ class _Reader:
 class GGUFFile:
     """A parsed GGUF file: ``metadata`` (dict), ``tensors`` (name -> :class:`TensorInfo`).
 
-    ``tensor(name)`` returns one tensor dequantised to float32 with its torch shape.
+    ``data``: the file's bytes, or (from :func:`read_gguf`) a read-only ``np.memmap`` of
+    it, kept as ``.data``, a flat ``memoryview`` (of a memmap: no copy). ``raw(name)`` is
+    one tensor's stored bytes, a view; ``tensor(name)`` that tensor dequantised to
+    float32 with its torch shape.
     """
 
-    def __init__(self, data: bytes, source: str = "<bytes>"):
+    def __init__(self, data: bytes | bytearray | memoryview | np.ndarray, source: str = "<bytes>"):
         self.source = source
-        self.data = data
+        if not isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+            raise ValueError(f"GGUFFile needs the file's bytes or a np.memmap of it, got {type(data).__name__}")
+        data = self.data = memoryview(data).cast("B")  # (n_bytes,)
         r = _Reader(data)
-        magic = data[:4]
+        magic = bytes(data[:4])
         if len(data) < 4 or magic != MAGIC:
             raise ValueError(f"{source} is not a GGUF file: it starts with {magic!r}, not {MAGIC!r}")
         r.pos = 4
@@ -321,8 +329,10 @@ def write_gguf(metadata: dict, tensors: dict, alignment: int = 32, version: int 
 
 
 def read_gguf(path: str | Path) -> GGUFFile:
-    """Parse a GGUF file (read into memory once; tensors are dequantised on demand)."""
+    """Parse a GGUF file, mapped into memory (``np.memmap``): tensors are dequantised on demand."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no GGUF file at {path}")
-    return GGUFFile(path.read_bytes(), source=str(path))
+    if path.stat().st_size == 0:  # nothing to map
+        raise ValueError(f"{path} is not a GGUF file: it is empty")
+    return GGUFFile(np.memmap(path, dtype=np.uint8, mode="r"), source=str(path))

