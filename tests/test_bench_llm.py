@@ -1,21 +1,11 @@
 """tools/bench_llm.py: tokens/s of SmolLM2's greedy decoding, and a failure when the text is wrong."""
 import sys
 
-import pytest
 
 from _book import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import bench_llm  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def lm():
-    from beforeqkv.pretrained import WeightsMissing, load_smollm2
-    try:
-        return load_smollm2()
-    except WeightsMissing as err:
-        pytest.skip(str(err))
 
 
 def test_bench_prints_tokens_per_second_and_the_reference_text(lm, monkeypatch, capsys):

@@ -192,15 +192,6 @@ def test_check_llama_says_w_u_is_tied_when_the_reader_adds_one():
         checks.check_llama(_reader_llama(untied=True))
 
 
-@pytest.fixture(scope="module")
-def lm():
-    from beforeqkv.pretrained import WeightsMissing, load_smollm2
-    try:
-        return load_smollm2()
-    except WeightsMissing as err:
-        pytest.skip(str(err))
-
-
 def test_check_smollm2_runs_the_reader_model_on_the_real_weights(lm, capsys):
     assert checks.check_smollm2(_reader_llama(), lm, new_tokens=2)
     assert "Paris" in capsys.readouterr().out

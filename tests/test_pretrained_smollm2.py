@@ -15,7 +15,6 @@ import torch
 
 from beforeqkv.attention import apply_rotary, rotary_tables
 from beforeqkv.models import GPT
-from beforeqkv.pretrained import WeightsMissing
 from beforeqkv.pretrained.gguf import dequantize
 from beforeqkv.pretrained.smollm2 import WEIGHT_MAP, unpermute_rotary
 
@@ -56,15 +55,6 @@ def test_the_weight_map_names_parameters_of_the_package_gpt():
                           activation="swiglu", bias=False, positions="rotary", tie_embeddings=True))
     names = {n for n, _ in model.named_parameters()}  # W_U.weight is W_E.weight: listed once
     assert {dst.format(i=0) for dst in WEIGHT_MAP.values()} == names
-
-
-@pytest.fixture(scope="module")
-def lm():
-    try:
-        from beforeqkv.pretrained import load_smollm2
-        return load_smollm2()
-    except WeightsMissing as err:
-        pytest.skip(str(err))
 
 
 def test_architecture_is_read_from_the_file(lm):
