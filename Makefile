@@ -9,6 +9,7 @@
 #   make test-site  open every built page in headless Chromium, offline (after make book)
 #   make site-zh  after make site: rebuild only the Chinese edition (_build/html/zh)
 #   make i18n-pot / i18n-update / i18n-status  the Chinese catalogs (locales/zh_CN)
+#   make i18n-package  the package's own catalog (checker hints, banner, figure words; BEFOREQKV_LANG)
 #   make lint   ruff over src/, tools/, tests/, _ext/ and every notebook (pyproject.toml, book/ruff.toml)
 #   make dist   build the wheel and sdist into dist/ and check them with twine
 #   make test-colab  simulate Colab: bare venv, one chapter alone, install from dist/
@@ -26,7 +27,7 @@ JB_FLAGS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export BEFOREQKV_PROGRESS ?= 0
 
-.PHONY: lint install book test unit execute site site-src site-en site-zh i18n-pot i18n-update i18n-status notebooks-branch bench bench-attention bench-llm gpu-check student strip clean help vendor test-site dist test-colab
+.PHONY: lint install book test unit execute site site-src site-en site-zh i18n-pot i18n-update i18n-status i18n-package notebooks-branch bench bench-attention bench-llm gpu-check student strip clean help vendor test-site dist test-colab
 
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
@@ -126,6 +127,16 @@ i18n-update: $(STAMP)
 
 i18n-status: $(STAMP)
 	@$(BIN)/python tools/i18n.py status --lang $(I18N_LANG)
+
+# The package's strings (src/beforeqkv/i18n.py): every _("...") extracted, merged into
+# src/beforeqkv/locale/zh_CN/LC_MESSAGES/beforeqkv.po (edit that), compiled to .mo (committed).
+PKG_LOCALE := src/beforeqkv/locale
+i18n-package: $(STAMP)
+	@mkdir -p _build
+	$(BIN)/pybabel extract -k _ -k N_ --no-wrap --sort-by-file --project beforeqkv \
+	  --ignore-dirs=__pycache__ -o _build/beforeqkv.pot src/beforeqkv
+	$(BIN)/pybabel update --no-wrap --previous -i _build/beforeqkv.pot -d $(PKG_LOCALE) -D beforeqkv -l $(I18N_LANG)
+	$(BIN)/pybabel compile --statistics -d $(PKG_LOCALE) -D beforeqkv -l $(I18N_LANG)
 
 # The branch Colab and Binder open (bqkv_notebooks_branch in _config.yml): the reader
 # notebooks under book/, binder/ and a README, assembled in _build/notebooks-branch.

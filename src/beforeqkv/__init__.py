@@ -97,8 +97,11 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
     }
     if not quiet:
         # Two short lines: the banner is the first output of every chapter (<= 76 characters).
-        print(f"beforeqkv {__version__} · torch {info['torch']} · device {info['device']}\n"
-              f"{info['threads']} CPU thread(s) · denormals flushed: {info['flush_denormal']}")
+        from .i18n import _
+
+        print(_("beforeqkv {version} · torch {torch} · device {device}\n"
+                "{threads} CPU thread(s) · denormals flushed: {flush_denormal}").format(
+                    version=__version__, **info))
     return info
 
 
