@@ -51,18 +51,37 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider --junitxml=_build/junit-unit.xml
 
-# Execute every chapter exactly once (into a scratch copy, so book/ stays stripped).
+# Execute every chapter once per edition (into scratch copies, so book/ stays stripped):
+# English into _exec, and, at the same time on the second core, with BEFOREQKV_LANG=zh_CN
+# (checker hints, banner, figure words in Chinese) into _exec_zh, which the Chinese site is
+# built from; no figure of it may miss a glyph (tools/i18n.py glyphs). EXECUTE_ZH=0: English only.
 # BEFOREQKV_EXPLORERS=static: each explorer draws its (bounded) grid of settings once into
 # an HTML component that works on the static site; _build/explorers.jsonl logs their cost.
+EXEC_ZH := _exec_zh
+EXECUTE_ZH ?= 1
+NBMAKE = BEFOREQKV_CHECKS=strict BEFOREQKV_EXPLORERS=static ../$(BIN)/python -m pytest --nbmake --overwrite book \
+  -q -p no:cacheprovider --durations=0 -o testpaths=book -o addopts=""
 execute: $(STAMP)
-	@rm -rf $(EXEC) && mkdir -p $(EXEC) _build && rm -f _build/explorers.jsonl
+	@rm -rf $(EXEC) $(EXEC_ZH) && mkdir -p $(EXEC) _build && rm -f _build/explorers*.jsonl _build/execute-*
 	@cp -r book _config.yml _toc.yml $(EXEC)/
-	cd $(EXEC) && BEFOREQKV_CHECKS=strict BEFOREQKV_EXPLORERS=static BEFOREQKV_EXPLORER_LOG=$(CURDIR)/_build/explorers.jsonl \
-	  ../$(BIN)/python -m pytest --nbmake --overwrite book -q -p no:cacheprovider \
-	  --durations=0 --junitxml=../_build/junit-notebooks.xml -o testpaths=book -o addopts=""
+	@if [ "$(EXECUTE_ZH)" = 1 ]; then mkdir -p $(EXEC_ZH) && cp -r book _config.yml _toc.yml $(EXEC_ZH)/; fi
+	@t0=$$(date +%s); \
+	( cd $(EXEC) && BEFOREQKV_EXPLORER_LOG=$(CURDIR)/_build/explorers.jsonl $(NBMAKE) \
+	    --junitxml=../_build/junit-notebooks.xml > ../_build/execute-en.log 2>&1; echo $$? > ../_build/execute-en.rc ) & \
+	if [ "$(EXECUTE_ZH)" = 1 ]; then \
+	( cd $(EXEC_ZH) && BEFOREQKV_LANG=zh_CN BEFOREQKV_EXPLORER_LOG=$(CURDIR)/_build/explorers-zh.jsonl $(NBMAKE) \
+	    --junitxml=../_build/junit-notebooks-zh.xml > ../_build/execute-zh.log 2>&1; echo $$? > ../_build/execute-zh.rc ) & \
+	fi; wait; \
+	echo "== English (_exec)"; cat _build/execute-en.log; \
+	if [ "$(EXECUTE_ZH)" = 1 ]; then echo "== Chinese, BEFOREQKV_LANG=zh_CN (_exec_zh)"; cat _build/execute-zh.log; fi; \
+	echo "== both editions executed in $$(( $$(date +%s) - t0 )) s"; \
+	test "$$(cat _build/execute-en.rc)" = 0; \
+	if [ "$(EXECUTE_ZH)" = 1 ]; then test "$$(cat _build/execute-zh.rc)" = 0; fi
+	@if [ "$(EXECUTE_ZH)" = 1 ]; then $(BIN)/python tools/i18n.py glyphs $(EXEC_ZH)/book; fi
 
 test: lint unit execute
-	@$(BIN)/python tools/junit_summary.py _build/junit-unit.xml _build/junit-notebooks.xml
+	@$(BIN)/python tools/junit_summary.py _build/junit-unit.xml _build/junit-notebooks.xml \
+	  $(if $(filter 1,$(EXECUTE_ZH)),_build/junit-notebooks-zh.xml)
 
 # Scripts the site serves itself (MathJax): pinned npm tarballs, integrity-checked, cached.
 vendor:
@@ -75,20 +94,31 @@ vendor:
 # Two editions from that one copy: English (_build/html) and Chinese (_build/html/zh, its
 # translations from locales/zh_CN; see "Translations" below). Each prints its build time.
 SITE_SRC := _exec_site
+SITE_SRC_ZH := _exec_site_zh
 I18N_LANG := zh_CN
 I18N_DIR := zh
+# The Chinese edition is built from the Chinese execution when there is one (make execute).
+ZH_EXEC = $(if $(wildcard $(EXEC_ZH)/book),$(EXEC_ZH),$(EXEC))
 site: site-src site-en site-zh
 	@echo "== the book is at $(CURDIR)/_build/html/index.html ($$(du -sh _build/html | cut -f1)), in Chinese at _build/html/$(I18N_DIR)/index.html"
 
-# The executed copy both editions (and the catalogs, make i18n-pot) are built from.
+# $(call site_copy,EXECUTED,OUT): the copy of the executed notebooks an edition is built from.
+define site_copy
+	@rm -rf $(2) && mkdir -p $(2)
+	@cp -r $(1)/book _config.yml _toc.yml _ext $(2)/ && cp book/*.md book/*.bib $(2)/book/
+	@rm -rf $(2)/book/_static && cp -r book/_static $(2)/book/_static
+	@cp -r _build/vendor/mathjax $(2)/book/_static/mathjax
+	$(BIN)/python tools/site_solutions.py $(2)/book
+endef
+
+# The executed copies both editions (and the catalogs, make i18n-pot) are built from, and
+# the reader notebooks of both (dist/reader, dist/reader/zh: Markdown from the catalogs).
 site-src: $(STAMP) vendor
 	@test -d $(EXEC)/book || { echo "no executed notebooks: run 'make execute' first"; exit 1; }
 	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
-	@rm -rf $(SITE_SRC) && mkdir -p $(SITE_SRC)
-	@cp -r $(EXEC)/book _config.yml _toc.yml _ext $(SITE_SRC)/ && cp book/*.md book/*.bib $(SITE_SRC)/book/
-	@rm -rf $(SITE_SRC)/book/_static && cp -r book/_static $(SITE_SRC)/book/_static
-	@cp -r _build/vendor/mathjax $(SITE_SRC)/book/_static/mathjax
-	$(BIN)/python tools/site_solutions.py $(SITE_SRC)/book
+	$(BIN)/python tools/export_reader.py book $(ZH_EXEC)/book dist/reader/$(I18N_DIR) $(I18N_LANG)
+	$(call site_copy,$(EXEC),$(SITE_SRC))
+	$(call site_copy,$(ZH_EXEC),$(SITE_SRC_ZH))
 
 site-en: $(STAMP)
 	@test -d $(SITE_SRC)/book || { echo "no $(SITE_SRC): run 'make site' (or make site-src) first"; exit 1; }
@@ -97,17 +127,18 @@ site-en: $(STAMP)
 	  echo "== English edition built in $$(( $$(date +%s) - t0 )) s"
 	@mkdir -p _build/html/notebooks && cp dist/reader/[0-9]*.ipynb _build/html/notebooks/
 
-# The Chinese edition, from the same executed copy: _config.yml with locales/zh_CN/config.yml
+# The Chinese edition, from its executed copy: _config.yml with locales/zh_CN/config.yml
 # merged in (tools/i18n.py config, so the two never drift), the catalogs of locales/.
 site-zh: $(STAMP)
-	@test -d $(SITE_SRC)/book || { echo "no $(SITE_SRC): run 'make site' (or make site-src) first"; exit 1; }
+	@test -d $(SITE_SRC_ZH)/book || { echo "no $(SITE_SRC_ZH): run 'make site' (or make site-src) first"; exit 1; }
 	@test -d _build/html || { echo "no English edition in _build/html: run 'make site' (or make site-en) first"; exit 1; }
-	@rm -rf $(SITE_SRC)/locales _build/$(I18N_DIR) _build/html/$(I18N_DIR) && cp -r locales $(SITE_SRC)/locales
-	$(BIN)/python tools/i18n.py config --lang $(I18N_LANG) _config.yml $(SITE_SRC)/_config_$(I18N_DIR).yml
-	@t0=$$(date +%s); $(BIN)/jupyter-book build $(SITE_SRC) --config $(SITE_SRC)/_config_$(I18N_DIR).yml \
+	@rm -rf $(SITE_SRC_ZH)/locales _build/$(I18N_DIR) _build/html/$(I18N_DIR) && cp -r locales $(SITE_SRC_ZH)/locales
+	$(BIN)/python tools/i18n.py config --lang $(I18N_LANG) _config.yml $(SITE_SRC_ZH)/_config_$(I18N_DIR).yml
+	@t0=$$(date +%s); $(BIN)/jupyter-book build $(SITE_SRC_ZH) --config $(SITE_SRC_ZH)/_config_$(I18N_DIR).yml \
 	  --path-output _build/$(I18N_DIR) $(JB_FLAGS); \
 	  echo "== Chinese edition built in $$(( $$(date +%s) - t0 )) s"
 	@mv _build/$(I18N_DIR)/_build/html _build/html/$(I18N_DIR)
+	@mkdir -p _build/html/$(I18N_DIR)/notebooks && cp dist/reader/$(I18N_DIR)/[0-9]*.ipynb _build/html/$(I18N_DIR)/notebooks/
 	@echo "== the Chinese edition is at $(CURDIR)/_build/html/$(I18N_DIR)/index.html"
 
 # Translations (locales/zh_CN; the English pages stay the only source, see locales/README.md):
@@ -194,7 +225,7 @@ strip: $(STAMP)
 	$(BIN)/python tools/clean_nb.py book/*.ipynb
 
 clean:
-	rm -rf _build _exec _exec_site dist
+	rm -rf _build _exec _exec_zh _exec_site _exec_site_zh dist
 
 # Homework (see book/teachers.md):
 #   make assignments       dist/assignments/NN_*.ipynb (students) + dist/instructor/source/ (nbgrader)
@@ -221,6 +252,7 @@ $(EXEC)/book:
 
 assignments: $(STAMP) $(HW_VENV)/.installed | $(EXEC)/book
 	$(HW_VENV)/bin/python tools/assignments.py book $(EXEC)/book dist/assignments dist/instructor
+	$(HW_VENV)/bin/python tools/assignments.py book $(ZH_EXEC)/book dist/assignments/$(I18N_DIR) dist/instructor/$(I18N_DIR) $(I18N_LANG)
 
 instructor: assignments
 	$(BIN)/python tools/instructor.py book dist/instructor

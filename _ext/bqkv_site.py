@@ -18,8 +18,9 @@
 * Editions: the site holds one edition per language of ``bqkv_editions`` (English at the
   root, Chinese under ``zh/``; tools/i18n.py, locales/). Every page's header links to the
   same page in each other edition, by a relative URL (works offline and on any host), and
-  names it in a ``<link rel="alternate" hreflang>``. The download button of a chapter in
-  another edition serves the reader notebook at the root of the site. ``bqkv_ui_strings``
+  names it in a ``<link rel="alternate" hreflang>``. A chapter's buttons in another edition
+  open that edition's reader notebook: ``zh/notebooks/NN_x.ipynb`` in the site (download)
+  and on the notebooks branch (Colab, Binder), in Chinese (``make site``). ``bqkv_ui_strings``
   translates the strings the notebooks and this extension put on a page without going
   through a catalog (fold prompts, the model answers' ``<summary>``, a tooltip).
 * Glue in translations: Sphinx parses a translated message as a fresh Markdown document,
@@ -104,7 +105,7 @@ def launch_urls(app, pagename: str) -> dict[str, str]:
     """{"Colab": url, "Binder": url} of a chapter's reader notebook on the notebooks branch."""
     org, repo = repository(app)
     branch = app.config.bqkv_notebooks_branch
-    path = f"{app.config.bqkv_notebooks_dir}/{pagename.split('/')[-1]}.ipynb"
+    path = f"{edition_dir(app)}{app.config.bqkv_notebooks_dir}/{pagename.split('/')[-1]}.ipynb"
     opts = app.config.html_theme_options.get("launch_buttons", {})
     colab = opts.get("colab_url", "https://colab.research.google.com").rstrip("/")
     binder = opts.get("binderhub_url", "https://mybinder.org").rstrip("/")
@@ -120,7 +121,7 @@ def _reader_buttons(app, pagename, templatename, context, doctree):
         return
     urls = launch_urls(app, pagename)
     name = pagename.split("/")[-1] + ".ipynb"
-    download = context["pathto"](f"{site_root(app)}{app.config.bqkv_notebooks_dir}/{name}", 1)
+    download = context["pathto"](f"{site_root(app)}{edition_dir(app)}{app.config.bqkv_notebooks_dir}/{name}", 1)
     for group in context["header_buttons"]:
         for button in group.get("buttons", []):
             if group.get("label") == "launch-buttons" and button.get("text") in urls:
@@ -167,6 +168,12 @@ def _editions(app) -> dict[str, str]:
         if prefix and (not prefix.endswith("/") or prefix.startswith("/") or ".." in prefix):
             raise ValueError(f"bqkv_editions: {lang}'s folder must be relative and end in '/', got {prefix!r}")
     return editions
+
+
+def edition_dir(app) -> str:
+    """This edition's folder in the site and on the notebooks branch: '' for English, 'zh/'.
+    Its reader notebooks are <edition_dir>notebooks/NN_x.ipynb in both places."""
+    return _editions(app).get(language(app), "")
 
 
 def site_root(app) -> str:

@@ -115,7 +115,10 @@ def reader_problems(reader, source):
     a solution outside its folded Answers section, a prediction's answer anywhere."""
     _tools()  # puts tools/ on sys.path
     import export_reader
-    heads = [i for i, c in enumerate(reader.cells) if c.source.startswith("## Answers")]
+    answers = {"## Answers"} | {w["## Answers"] for w in export_reader.WORDS.values()}
+    answer_title = tuple({"### Answer to exercise"} | {"### " + w["Answer to exercise {number}"].split("{")[0]
+                                                       for w in export_reader.WORDS.values()})
+    heads = [i for i, c in enumerate(reader.cells) if c.source.split("\n")[0] in answers]
     start = heads[0] if heads else len(reader.cells)
     visible = {ln.strip() for c in reader.cells[:start] for ln in c.source.splitlines()}
     everything = "\n".join(c.source for c in reader.cells)
@@ -133,7 +136,7 @@ def reader_problems(reader, source):
             form = cell.metadata.get("cellView") == "form" and cell.source.startswith("# @title ")
             if not (hidden and form):
                 problems.append(f"an answer cell not folded: {cell.source[:40]!r}")
-        elif "<details>" not in cell.source and not cell.source.startswith("### Answer to exercise"):
+        elif "<details>" not in cell.source and not cell.source.startswith(answer_title):
             problems.append(f"an answer in view: {cell.source[:40]!r}")
     return problems
 

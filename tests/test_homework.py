@@ -189,6 +189,47 @@ def test_release_notebooks_hold_no_solution_and_no_raw_myst(released):
         assert all(not c.get("outputs") for c in release.cells if c.cell_type == "code")
 
 
+@pytest.fixture(scope="module")
+def released_zh():
+    """chapter name -> the Chinese release (make assignments: dist/assignments/zh)."""
+    folder = os.environ.get("BEFOREQKV_ASSIGNMENTS")
+    if folder:
+        folder = Path(folder) / "zh"
+        assert folder.is_dir(), f"{folder} is missing: make assignments writes the Chinese homework"
+        return {p.name: nbformat.read(folder / p.name, as_version=4) for p in CHAPTERS}
+    pytest.importorskip("nbgrader", reason="needs nbgrader (make assignments) or BEFOREQKV_ASSIGNMENTS")
+    export_reader._LANG = "zh_CN"
+    try:
+        out = {}
+        for p in CHAPTERS:
+            nb = export_reader.translated(nbformat.read(p, as_version=4), p, "zh_CN")
+            out[p.name] = assignments.release_version(assignments.source_version(nb, _fake_values(nb), BIB))
+        return out
+    finally:
+        export_reader._LANG = "en"
+
+
+def test_the_chinese_homework_is_the_english_one_in_chinese_and_leaks_nothing(released, released_zh):
+    """Same graded cells and points, no solution line, Chinese Markdown, BEFOREQKV_LANG set."""
+    for path in CHAPTERS:
+        _, release = released[path.name]
+        zh = released_zh[path.name]
+        nb = nbformat.read(path, as_version=4)
+        assert not all_solution_lines(nb) & _visible_lines(zh), path.name
+        graded = [(c.metadata["nbgrader"]["grade_id"], c.metadata["nbgrader"].get("points"))
+                  for c in zh.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert graded == [(c.metadata["nbgrader"]["grade_id"], c.metadata["nbgrader"].get("points"))
+                          for c in release.cells if c.metadata.get("nbgrader", {}).get("grade")], path.name
+        assert any('os.environ["BEFOREQKV_LANG"] = "zh_CN"' in c.source for c in zh.cells), path.name
+        md = "\n".join(c.source for c in zh.cells if c.cell_type == "markdown")
+        assert not [r for c in zh.cells if c.cell_type == "markdown" for r in export_reader.has_raw_myst(c.source)]
+        if path.name.startswith("01_"):  # translated in full
+            assert len(re.findall(r"[\u4e00-\u9fff]", md)) > 1000 and "### 练习 1.2 · " in md
+        for c in zh.cells:
+            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code" and "def " not in c.source:
+                assert re.fullmatch(r"\w+ = \.\.\.  # 你的答案", c.source), c.source
+
+
 def test_release_predictions_are_ellipses_and_functions_raise(released):
     for path in CHAPTERS:
         _, release = released[path.name]

@@ -16,10 +16,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 from posixpath import normpath
 
+import nbformat
 import pytest
 import yaml
 
-from _book import ROOT, toc_files
+from _book import CHAPTERS, ROOT, reader_problems, toc_files
 
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "_ext"))
@@ -62,6 +63,19 @@ def test_translated_pages_are_translated_in_full(page):
     catalog = i18n.messages(i18n.read_catalog(po))
     untranslated = [m.id[:70] for m in catalog if not m.string or m.fuzzy]
     assert catalog and not untranslated, untranslated
+
+
+def test_the_glyph_check_finds_matplotlibs_missing_glyph_warning(tmp_path):
+    warning = ("/x/matplotlib/backends/backend_agg.py:211: UserWarning: Glyph 27880 "
+               "(\\N{CJK UNIFIED IDEOGRAPH-6CE8}) missing from font(s) DejaVu Sans.\n")
+    for name, text in (("bad.ipynb", warning), ("good.ipynb", "注意力\n")):
+        cell = nbformat.v4.new_code_cell("plot()")
+        cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=text)]
+        nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / name)
+    assert [f.split(":")[0] for f in i18n.missing_glyphs(tmp_path)] == ["bad.ipynb"]
+    assert i18n.main(["glyphs", str(tmp_path)]) == 1
+    (tmp_path / "bad.ipynb").unlink()
+    assert i18n.main(["glyphs", str(tmp_path)]) == 0
 
 
 def test_markup_problems_sees_a_lost_glue_a_changed_target_and_a_dropped_formula():
@@ -371,15 +385,39 @@ def test_chapter_1_in_chinese_keeps_its_glued_numbers_figures_and_citations(site
     assert "显示解答" in cn and "Show solution" not in cn and "参考答案" in cn
 
 
-def test_chinese_sidebar_has_translated_part_captions_and_downloads_the_reader_notebook(site):
+def test_chinese_sidebar_has_translated_part_captions(site):
     for rel in ("book/index.html", "book/02_keep_every_state.html"):
         cn = (zh(site) / rel).read_text(encoding="utf-8")
         assert "第一部分 · 内存" in cn and "Part I · Memory" not in cn, rel
         assert "Part I · Memory" in (site / rel).read_text(encoding="utf-8")
-    cn = (zh(site) / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
-    href = re.search(r'href="((?:\.\./)+notebooks/01_squished_memory\.ipynb)"', cn).group(1)
-    assert (zh(site) / "book" / href).resolve() == (site / "notebooks" / "01_squished_memory.ipynb").resolve()
-    assert (site / "notebooks" / "01_squished_memory.ipynb").is_file()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_chinese_chapters_buttons_open_its_chinese_reader_notebook(site, chapter):
+    """Download: zh/notebooks/NN.ipynb of the site; Colab and Binder: zh/notebooks/NN.ipynb on
+    the notebooks branch (the same file, tools/notebooks_branch.py); the notebook has Chinese
+    Markdown, sets BEFOREQKV_LANG=zh_CN and shows no solution."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    org, repo = re.match(r"https://github\.com/([^/]+)/([^/]+)", config["repository"]["url"]).groups()
+    branch = config["sphinx"]["config"]["bqkv_notebooks_branch"]
+    path = f"zh/{config['sphinx']['config']['bqkv_notebooks_dir']}/{chapter.name}"
+    cn = html_lib.unescape((zh(site) / "book" / f"{chapter.stem}.html").read_text(encoding="utf-8"))
+    hrefs = re.findall(r'<a [^>]*href="([^"]+)"', cn)
+    assert [h for h in hrefs if "colab.research.google.com" in h] == [
+        f"https://colab.research.google.com/github/{org}/{repo}/blob/{branch}/{path}"]
+    assert [h for h in hrefs if "mybinder.org" in h] == [
+        f"https://mybinder.org/v2/gh/{org}/{repo}/{branch}?urlpath=tree/{path}"]
+    downloads = [h for h in hrefs if h.endswith(".ipynb") and "://" not in h]
+    assert len(downloads) == 1
+    file = (zh(site) / "book" / downloads[0]).resolve()
+    assert file == (zh(site) / "notebooks" / chapter.name).resolve() and file.is_file()
+    nb = nbformat.read(file, as_version=4)
+    assert reader_problems(nb, nbformat.read(chapter, as_version=4)) == []
+    assert any('os.environ["BEFOREQKV_LANG"] = "zh_CN"' in c.source for c in nb.cells if c.cell_type == "code")
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "## 答案" in md
+    if f"book/{chapter.stem}" in TRANSLATED:
+        assert len(re.findall(r"[\u4e00-\u9fff]", md)) > 1000
 
 
 def search_index(root: Path) -> dict:

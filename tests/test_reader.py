@@ -9,6 +9,7 @@ checks the real ones against the executed run); tests/test_site.py checks the co
 built site serves.
 """
 import copy
+import re
 import sys
 
 import nbformat
@@ -43,6 +44,84 @@ def reader(tmp_path_factory):
         nb = export_reader.reader_version(nb, _values(nb), BIB, export_reader.chapter_of(path))
         nbformat.write(nb, out / path.name)
     return out
+
+
+@pytest.fixture(scope="module")
+def reader_zh(reader):
+    """The Chinese reader notebooks, written like `make site` writes dist/reader/zh."""
+    out = reader / "zh"
+    out.mkdir()
+    export_reader._LANG = "zh_CN"
+    try:
+        for path in CHAPTERS:
+            nb = export_reader.translated(nbformat.read(path, as_version=4), path, "zh_CN")
+            nb = export_reader.reader_version(nb, _values(nb), BIB, export_reader.chapter_of(path))
+            nbformat.write(nb, out / path.name)
+    finally:
+        export_reader._LANG = "en"
+    return out
+
+
+def cjk(text: str) -> int:
+    return len(re.findall(r"[\u4e00-\u9fff]", text))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_chinese_reader_notebook_is_the_english_one_translated_with_beforeqkv_lang_set(reader, reader_zh, chapter):
+    """Same code, same cells but one (BEFOREQKV_LANG), no MyST, no solution in view, its own
+    words (Answers, figure numbers) in Chinese, the catalog's translations in its Markdown."""
+    source = nbformat.read(chapter, as_version=4)
+    en = nbformat.read(reader / chapter.name, as_version=4)
+    zh = nbformat.read(reader_zh / chapter.name, as_version=4)
+    assert reader_problems(zh, source) == []
+    lang = [c for c in zh.cells if 'os.environ["BEFOREQKV_LANG"] = "zh_CN"' in c.source]
+    assert len(lang) == 1 and zh.cells.index(lang[0]) == 1 + next(
+        k for k, c in enumerate(zh.cells) if c.cell_type == "code")
+    code_en = [c.source for c in en.cells if c.cell_type == "code" and "@title" not in c.source]
+    code_zh = [c.source for c in zh.cells if c.cell_type == "code" and "@title" not in c.source and c not in lang]
+    assert code_en == [c.replace("# 你的预测", "# your prediction") for c in code_zh]
+    assert len(zh.cells) == len(en.cells) + 1
+    text = "\n".join(c.source for c in zh.cells)
+    assert "## 答案" in text and "## Answers" not in text
+    assert not re.search(r"Figure \d+\.\d+", text) and (re.search(r"图 \d+\.\d+", text) or "{numref}" not in
+                                                               "".join(c.source for c in source.cells))
+
+
+def test_chapter_1_reads_in_chinese_as_the_site_does(reader_zh):
+    """Chapter 1 is translated in full: every prose cell has Chinese, the title and an
+    exercise heading are the catalog's, the figure numbers say 图."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import translate_nb
+    lookup = translate_nb.lookup_for("book/01_squished_memory")
+    nb = nbformat.read(reader_zh / "01_squished_memory.ipynb", as_version=4)
+    md = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    assert md[0].startswith("# 1 · 被挤压的内存")
+    assert lookup[translate_nb.key("Exercise 1.2 · Write the attention read")] in "\n".join(md)
+    prose = [m for m in md if len(re.findall(r"[A-Za-z]{3,}", m)) >= 8]
+    assert prose and all(cjk(m) >= 10 for m in prose), [m[:60] for m in prose if cjk(m) < 10]
+    assert re.search(r"图 1\.\d", "\n".join(md))
+
+
+def test_translate_markdown_replaces_paragraphs_list_items_headings_cells_and_directive_bodies():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import translate_nb
+    lookup = {translate_nb.key(k): v for k, v in {
+        "A title": "标题", "One line of a paragraph that goes on.": "一段。",
+        "first item": "第一项", "a cell": "单元", "Inside a note.": "注释里。", "The alt.": "替代文字。",
+        "with {glue:text}`x:.2f` kept": "保留 {glue:text}`x:.2f`"}.items()}
+    src = ("## A title\n\nOne line of a\nparagraph that goes on.\n\n- first item\n- second item\n\n"
+           "| a cell | other |\n|---|---|\n| 1 | 2 |\n\n:::{note}\nInside a note.\n:::\n\n"
+           "```{figure} x.png\n:alt: The alt.\n\nwith {glue:text}`x:.2f` kept\n```")
+    counter = translate_nb.Counter()
+    out = translate_nb.translate_markdown(src, lookup, counter)
+    assert out == ("## 标题\n\n一段。\n\n- 第一项\n- second item\n\n| 单元 | other |\n|---|---|\n| 1 | 2 |\n\n"
+                   ":::{note}\n注释里。\n:::\n\n```{figure} x.png\n:alt: 替代文字。\n\n保留 {glue:text}`x:.2f`\n```")
+    assert counter.translated == 7 and counter.missing == 2  # "second item", "other"
+
+
+def test_the_language_cell_and_the_chinese_words_are_known_only_for_languages_with_a_catalog():
+    assert export_reader.main("book", "_exec/book", "/nonexistent", "xx") == 1
+    assert set(export_reader.WORDS) == set(export_reader.LANGUAGE_CELL) == {"zh_CN"}
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
@@ -114,13 +193,16 @@ def test_an_untouched_reader_notebook_runs_to_the_end_under_run_all(reader, monk
     assert "\u2717" in out and "replace the `...`" in out and "YOUR CODE HERE" in out
 
 
-def test_the_notebooks_branch_holds_the_reader_notebooks_and_a_light_binder(reader, tmp_path):
+def test_the_notebooks_branch_holds_the_reader_notebooks_and_a_light_binder(reader, reader_zh, tmp_path):
     out = tmp_path / "branch"
     written = notebooks_branch.assemble(reader, out, ref="abc123")
-    assert [p.name for p in written] == [p.name for p in CHAPTERS]
+    assert [p.name for p in written] == [p.name for p in CHAPTERS] * 2
     folder = notebooks_branch.config()["sphinx"]["config"]["bqkv_notebooks_dir"]
     assert folder == "notebooks"  # the folder the buttons open (tests/test_site.py), not book/
     assert all((out / folder / p.name).read_bytes() == (reader / p.name).read_bytes() for p in CHAPTERS)
+    # the Chinese edition's buttons open zh/notebooks/ (its folder in bqkv_editions)
+    assert notebooks_branch.config()["sphinx"]["config"]["bqkv_editions"]["zh_CN"] == "zh/"
+    assert all((out / "zh" / folder / p.name).read_bytes() == (reader_zh / p.name).read_bytes() for p in CHAPTERS)
     assert not (out / "book").exists()
     reqs = (out / "binder" / "requirements.txt").read_text().splitlines()
     url = notebooks_branch.config()["repository"]["url"].rstrip("/")

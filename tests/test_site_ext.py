@@ -87,3 +87,21 @@ def test_the_theme_buttons_of_a_chapter_are_rewritten_and_other_pages_left_alone
     other = {"header_buttons": buttons(), "pathto": ctx["pathto"]}
     bqkv_site._reader_buttons(_App, "book/notation", "page.html", other, None)
     assert other["header_buttons"] == buttons()
+
+
+class _AppZh(_App):
+    class config(_App.config):  # noqa: N801
+        language = "zh_CN"
+        bqkv_editions = {"en": "", "zh_CN": "zh/"}
+
+
+def test_the_chinese_editions_buttons_open_its_own_reader_notebooks():
+    """zh/notebooks/05_x.ipynb on the branch (Colab, Binder) and in the site (download)."""
+    assert bqkv_site.launch_urls(_AppZh, "book/05_x") == {
+        "Colab": "https://colab.research.google.com/github/org/repo/blob/notebooks/zh/notebooks/05_x.ipynb",
+        "Binder": "https://mybinder.org/v2/gh/org/repo/notebooks?urlpath=tree/zh/notebooks/05_x.ipynb"}
+    seen = []
+    ctx = {"header_buttons": [{"label": "download-buttons", "buttons": [{"text": ".ipynb", "url": "x"}]}],
+           "pathto": lambda name, resource=0: seen.append(name) or f"../../{name}"}
+    bqkv_site._reader_buttons(_AppZh, "book/05_x", "page.html", ctx, None)
+    assert seen == ["../zh/notebooks/05_x.ipynb"]  # from the zh edition's root: up one, into zh/

@@ -1,6 +1,7 @@
 """Homework notebooks, made the way nbgrader makes them.
 
     python tools/assignments.py book _exec/book dist/assignments dist/instructor
+    python tools/assignments.py book _exec_zh/book dist/assignments/zh dist/instructor/zh zh_CN
 
 For every chapter ``book/NN_*.ipynb`` (the instructor's notebook, solutions inside
 ``### BEGIN/END SOLUTION``) this writes
@@ -25,6 +26,11 @@ restores the source's test cells, a wrong answer raises and loses its points wha
 student's cells patched; in the student's own Run All the visible check only prints
 (nbgrader's Validate runs it in graded mode, so it reports a wrong answer).
 Only ``source_version`` is needed without nbgrader; ``release_version`` imports it.
+
+With a language (``zh_CN``) the same is written from the Chinese reader Markdown
+(``export_reader.translated``: the site's catalogs, a cell setting ``BEFOREQKV_LANG`` so
+the checks' hints are Chinese): ``make assignments`` writes ``dist/assignments/zh/`` and
+``dist/instructor/zh/source/``.
 """
 from __future__ import annotations
 
@@ -39,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_reader  # noqa: E402
 from solutions import BEGIN, BLOCK, DETAILS, END, prediction_name  # noqa: E402
 
-HEADING = re.compile(r"^### Exercise (\d+\.\d+) · (.*)$", re.M)
+HEADING = re.compile(r"^### (?:Exercise|练习) (\d+\.\d+) · (.*)$", re.M)  # English, Chinese
 HIDDEN = "### BEGIN HIDDEN TESTS\nfrom beforeqkv.checks import grading\n{asserts}\n### END HIDDEN TESTS"
 
 
@@ -191,13 +197,13 @@ def release_version(source):
     for step in steps:
         nb, resources = step.preprocess(nb, resources)
     for i, name in predictions.items():  # a prediction is a value: `name = ...`, which never raises
-        nb.cells[i].source = f"{name} = ...  # your answer"
+        nb.cells[i].source = f"{name} = ...  # {export_reader.w('your answer')}"
     nb, resources = ComputeChecksums().preprocess(nb, resources)
     return CheckCellMetadata().preprocess(nb, resources)[0]
 
 
 def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assignments",
-         instructor: str = "dist/instructor") -> int:
+         instructor: str = "dist/instructor", lang: str = "en") -> int:
     """Students' notebooks into ``dst``; the nbgrader source versions (solutions inside)
     into ``instructor/source``: two folders, so zipping the students' one hands out no
     solution."""
@@ -211,13 +217,16 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
         import shutil
         shutil.rmtree(stale)
     bib = export_reader.bib_entries(Path(src) / "references.bib")
+    export_reader._LANG = lang
     for path in sorted(Path(src).glob("[0-9]*.ipynb")):
         run = Path(executed) / path.name
         if not run.exists():
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)
             return 1
-        source = source_version(nbformat.read(path, as_version=4), export_reader.glue_values(run), bib,
-                                export_reader.chapter_of(path))
+        nb = nbformat.read(path, as_version=4)
+        if lang != "en":
+            nb = export_reader.translated(nb, path, lang)
+        source = source_version(nb, export_reader.glue_values(run), bib, export_reader.chapter_of(path))
         nbformat.write(source, keys / path.name)
         nbformat.write(release_version(source), out / path.name)
         n = len(exercises(source))
@@ -227,4 +236,4 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:5]))
+    sys.exit(main(*sys.argv[1:6]))

@@ -1,6 +1,7 @@
 """Reader notebooks: the chapters as a reader opens them in Jupyter or Colab, no raw MyST.
 
     python tools/export_reader.py book _exec/book dist/reader
+    python tools/export_reader.py book _exec_zh/book dist/reader/zh zh_CN   # the Chinese edition
 
 Generated from the one source notebook per chapter (``book/NN_*.ipynb``), never edited
 by hand: ``{glue:text}`name:fmt``` becomes the value of the book's executed run (read
@@ -28,6 +29,12 @@ Run All still reaches the end: in a kernel, a check whose notebook holds no solu
 block prints ``✗`` and a hint instead of raising (``beforeqkv.checks``), and the answer
 cells only define the reference functions. ``reader_notebook`` alone (the MyST-free
 Markdown, solutions kept) is what ``tools/assignments.py`` builds on.
+
+With a language (``zh_CN``), the Markdown is first translated from the site's catalogs
+(``tools/translate_nb.py``: a block without a translation stays English, as on the site),
+the words this export writes itself (figure numbers, the Answers section) are in that
+language, and a cell after the install cell sets ``BEFOREQKV_LANG``, so the checkers'
+hints, the banner and the figures speak it too.
 """
 from __future__ import annotations
 
@@ -47,6 +54,42 @@ DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}(?P<arg>[^\n
                        re.M | re.S)
 ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso",
                "admonition", "margin", "sidebar", "dropdown"}
+
+
+# The words this export writes itself, per language (English: the keys).
+WORDS = {
+    "zh_CN": {
+        "Figure": "图",
+        "## Answers": "## 答案",
+        "For after your own attempt. Each code answer is folded: click the bar to the left of the cell "
+        "(JupyterLab, Jupyter Notebook) or double-click it (Colab) to see it. Running it defines the "
+        "reference version; run the exercise's check after it to compare.":
+            "先自己尝试，再看答案。每个代码答案都是折叠的：点击单元格左侧的竖条（JupyterLab、Jupyter Notebook）"
+            "或双击它（Colab）即可展开。运行它会定义参考实现；之后再运行该练习的检查，就能对比。",
+        "*The model answer is at the end of this notebook, under* **Answers**.":
+            "*参考答案在本笔记本末尾的* **答案** *一节中。*",
+        "Answer to exercise {number}": "练习 {number} 的答案",
+        "Answer": "答案",
+        " (double-click to show)": "（双击显示）",
+        "Model answer (click to show)": "参考答案（点击展开）",
+        "Model answer": "参考答案",
+        "your prediction": "你的预测",
+        "your answer": "你的答案",
+        "(no references cited in this chapter)": "（本章没有引用文献）",
+    },
+}
+LANGUAGE_CELL = {
+    "zh_CN": ("# 中文版：检查器的提示、设置信息和图中的文字都用中文\n"
+              "# （beforeqkv 读取 BEFOREQKV_LANG）。\n"
+              "import os\n\n"
+              "os.environ[\"BEFOREQKV_LANG\"] = \"zh_CN\""),
+}
+_LANG = "en"
+
+
+def w(text: str) -> str:
+    """``text`` (one of the export's own words) in the language being exported."""
+    return WORDS.get(_LANG, {}).get(text, text)
 
 
 class MissingGlue(KeyError):
@@ -139,7 +182,7 @@ def _reference_list(cited: list, bib: dict) -> str:
         venue = e.get("journal") or e.get("booktitle") or e.get("publisher") or e.get("howpublished", "")
         lines.append(f"- {e.get('author', key).replace(' and ', ', ')} ({e.get('year', 'n.d.')}). "
                      f"*{e.get('title', key)}*." + (f" {venue}." if venue else ""))
-    return "\n".join(lines) if lines else "(no references cited in this chapter)"
+    return "\n".join(lines) if lines else w("(no references cited in this chapter)")
 
 
 def _directive(m: re.Match, bib: dict, cited: list) -> str:
@@ -177,7 +220,7 @@ def reader_markdown(text: str, values: dict, bib: dict, cited: list,
             label = re.sub(r"^.*<([^>]*)>$", r"\1", content).strip()
             if label not in (figures or {}):
                 raise KeyError(f"{{numref}} names {label!r}, which is no figure of this page")
-            return f"Figure {figures[label]}"
+            return f"{w('Figure')} {figures[label]}"
         if kind.startswith("glue"):
             return _glue(content, values)
         if kind.startswith("footcite") or kind.startswith("cite"):
@@ -213,7 +256,7 @@ def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None):
         if figure.get("name") in figures:  # the site's caption, under the figure
             caption = reader_markdown(figure.get("caption", ""), values, bib, cited, figures)
             cells.append(nbformat.v4.new_markdown_cell(
-                f"**Figure {figures[figure['name']]}.** {caption}".rstrip()))
+                f"**{w('Figure')} {figures[figure['name']]}.** {caption}".rstrip()))
     nb.cells = cells
     for cell in nb.cells:
         if cell.cell_type == "markdown" and "\0REFERENCES\0" in cell.source:
@@ -236,21 +279,24 @@ def _exercise_at(text: str, pos: int, current: str | None) -> str | None:
     return found[-1] if found else current
 
 
+def _answer_title(number: str | None) -> str:
+    return w("Answer to exercise {number}").format(number=number) if number else w("Answer")
+
+
 def _answer_code(number: str | None, solution: str):
-    title = f"Answer to exercise {number}" if number else "Answer"
-    cell = nbformat.v4.new_code_cell(f"# @title {title} (double-click to show)\n{solution}")
+    cell = nbformat.v4.new_code_cell(f"# @title {_answer_title(number)}{w(' (double-click to show)')}\n{solution}")
     cell.metadata.update({"jupyter": {"source_hidden": True}, "cellView": "form"})
     return cell
 
 
 def _answer_text(body: str):
     return nbformat.v4.new_markdown_cell(
-        f"<details><summary>Model answer (click to show)</summary>\n\n{body.strip()}\n\n</details>")
+        f"<details><summary>{w('Model answer (click to show)')}</summary>\n\n{body.strip()}\n\n</details>")
 
 
 def _hide_code_solution(cell, number, answers: list) -> None:
     if any(is_prediction(m.group(2), m.group(1)) for m in BLOCK.finditer(cell.source)):
-        cell.source = strip_solutions(cell.source, "code", comment="your prediction")
+        cell.source = strip_solutions(cell.source, "code", comment=w("your prediction"))
     else:
         solution = BLOCK.sub(lambda m: m.group(2).rstrip("\n"), cell.source)
         cell.source = strip_solutions(cell.source, "code")
@@ -263,7 +309,7 @@ def _hide_code_solution(cell, number, answers: list) -> None:
 def _move_model_answers(cell, number, answers: list) -> str | None:
     def move(m):
         answers.append((_exercise_at(cell.source, m.start(), number), _answer_text(m.group(1))))
-        return f"\n\n{POINTER}"
+        return f"\n\n{w(POINTER)}"
     source = cell.source
     cell.source = DETAILS.sub(move, source)
     return _exercise_at(source, len(source), number)
@@ -280,13 +326,12 @@ def answers_at_end(nb):
             _hide_code_solution(cell, number, answers)
     if not answers:
         return nb
-    cells = [nbformat.v4.new_markdown_cell(f"{ANSWERS}\n\n{ANSWERS_INTRO}")]
+    cells = [nbformat.v4.new_markdown_cell(f"{w(ANSWERS)}\n\n{w(ANSWERS_INTRO)}")]
     seen = set()
     for number, cell in answers:
         if number not in seen:
             seen.add(number)
-            title = f"Answer to exercise {number}" if number else "Answer"
-            cells.append(nbformat.v4.new_markdown_cell(f"### {title}"))
+            cells.append(nbformat.v4.new_markdown_cell(f"### {_answer_title(number)}"))
         cells.append(cell)
     for k, cell in enumerate(cells):  # stable ids: exporting twice writes the same file
         cell["id"] = f"answers-{k:03d}"
@@ -311,7 +356,24 @@ def has_raw_myst(text: str) -> list[str]:
     return found
 
 
-def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reader") -> int:
+def translated(nb, path: Path, lang: str):
+    """The notebook in ``lang``: its Markdown from the catalogs, a cell setting BEFOREQKV_LANG
+    after the install cell (the first code cell)."""
+    from translate_nb import lookup_for, page_of, translate_notebook
+    nb, _ = translate_notebook(nb, lookup_for(page_of(path), lang))
+    first = next((k for k, c in enumerate(nb.cells) if c.cell_type == "code"), -1)
+    cell = nbformat.v4.new_code_cell(LANGUAGE_CELL[lang])
+    cell["id"] = f"language-{lang.lower()}"
+    nb.cells.insert(first + 1, cell)
+    return nb
+
+
+def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reader", lang: str = "en") -> int:
+    global _LANG
+    if lang != "en" and lang not in WORDS:
+        print(f"no reader notebooks in {lang!r}: export_reader knows {', '.join(['en', *WORDS])}", file=sys.stderr)
+        return 1
+    _LANG = lang
     out = Path(dst)
     out.mkdir(parents=True, exist_ok=True)
     bib = bib_entries(Path(src) / "references.bib")
@@ -321,17 +383,19 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reade
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)
             return 1
         try:
-            nb = reader_version(nbformat.read(path, as_version=4), glue_values(run), bib,
-                                chapter_of(path))
+            nb = nbformat.read(path, as_version=4)
+            if lang != "en":
+                nb = translated(nb, path, lang)
+            nb = reader_version(nb, glue_values(run), bib, chapter_of(path))
         except MissingGlue as err:
             why = "is empty" if err.args[1:] == ("empty",) else "is missing"
             print(f"{path.name}: the value of glue {err.args[0]!r} {why} in {run}: a stale run "
                   "or a failed glue(...) call; run `make execute`", file=sys.stderr)
             return 1
         nbformat.write(nb, out / path.name)
-    print(f"wrote reader notebooks to {out}/")
+    print(f"wrote reader notebooks to {out}/" + (f" ({lang})" if lang != "en" else ""))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

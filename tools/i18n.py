@@ -2,6 +2,7 @@
 
     python tools/i18n.py config SRC_CONFIG OUT_CONFIG [--lang zh_CN] [--only]
     python tools/i18n.py status [--pot _build/gettext]
+    python tools/i18n.py glyphs _exec_zh/book
 
 The English notebooks and pages are the only source. Sphinx's gettext builder extracts
 their prose into one ``.pot`` per page (``make i18n-pot``), ``sphinx-intl update`` keeps
@@ -264,6 +265,26 @@ def term_pattern(english: str) -> re.Pattern:
     return re.compile(r"(?<![\w-])" + r"[\s-]+".join(words) + r"(?![\w-])", re.I)
 
 
+# ------------------------------------------------------------------------------------ glyphs
+GLYPH = re.compile(r"Glyph \d+ .*?missing from (?:current )?font|missing from font", re.I)
+
+
+def missing_glyphs(executed: Path) -> list[str]:
+    """"notebook: warning" for every matplotlib "Glyph ... missing" warning in the outputs of
+    the executed notebooks in ``executed`` (a figure that would show boxes instead of Chinese)."""
+    import nbformat
+    found = []
+    for path in sorted(Path(executed).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                text = out.get("text", "") or "".join(str(v) for k, v in out.get("data", {}).items()
+                                                      if k.startswith("text/plain"))
+                found += [f"{path.name}: {line.strip()[:160]}" for line in str(text).splitlines()
+                          if GLYPH.search(line)]
+    return found
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -275,7 +296,17 @@ def main(argv=None) -> int:
     s = sub.add_parser("status", help="translated / fuzzy / missing per page")
     s.add_argument("--lang", default=DEFAULT_LANG)
     s.add_argument("--pot", type=Path, default=ROOT / "_build" / "gettext")
+    g = sub.add_parser("glyphs", help="fail on a missing-glyph warning in executed notebooks")
+    g.add_argument("executed", type=Path)
     args = parser.parse_args(argv)
+    if args.command == "glyphs":
+        found = missing_glyphs(args.executed)
+        n = len(list(args.executed.glob("*.ipynb")))
+        if not n:
+            print(f"no executed notebooks in {args.executed}", file=sys.stderr)
+            return 1
+        print("\n".join(found) or f"== no missing glyph in the figures of {n} notebooks ({args.executed})")
+        return 1 if found else 0
     if args.command == "config":
         write_config(args.src, args.out, args.lang, args.only)
         return 0
