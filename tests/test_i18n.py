@@ -30,8 +30,18 @@ LANG = "zh_CN"
 PO_DIR = ROOT / "locales" / LANG / "LC_MESSAGES"
 CATALOGS = sorted(PO_DIR.rglob("*.po"))
 # The pages translated in full (the rest of the book falls back to English, and is counted).
-TRANSLATED = ["book/index", "book/notation", "book/glossary", "book/01_squished_memory",
-              "book/02_keep_every_state", "book/03_red_connections", "book/04_dynamic_weights"]
+TRANSLATED = [
+    "book/index",
+    "book/notation",
+    "book/glossary",
+    "book/01_squished_memory",
+    "book/02_keep_every_state",
+    "book/03_red_connections",
+    "book/04_dynamic_weights",
+    "book/gpu_and_colab",
+    "book/teachers",
+    "book/references",
+]
 
 
 def page_of(po: Path) -> str:
