@@ -38,6 +38,8 @@ TRANSLATED = [
     "book/02_keep_every_state",
     "book/03_red_connections",
     "book/04_dynamic_weights",
+    "book/08_transformer",
+    "book/09_mlp_memory",
     "book/gpu_and_colab",
     "book/teachers",
     "book/references",
