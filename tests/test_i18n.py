@@ -480,3 +480,8 @@ def test_chinese_pages_in_a_browser_typeset_maths_and_search_finds_chapter_1(sit
     finally:
         server.shutdown()
     assert any("01_squished_memory.html" in h for h in hits), hits
+
+
+def test_a_display_equation_has_no_prose_for_the_term_check():
+    assert i18n.prose("\ne_j = \\operatorname{score}(z, h_j) \\text{ for every token}\n") == ""
+    assert "score" in i18n.prose("The score of $x$ is high.")

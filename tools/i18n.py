@@ -241,7 +241,10 @@ def read_terms(path: Path) -> list[Term]:
 
 
 def prose(text: str) -> str:
-    """A message without what is not prose: roles, math, code and link targets."""
+    """A message without what is not prose: roles, math, code and link targets. A display
+    equation (its message is the bare LaTeX and starts with a newline) has no prose."""
+    if text.startswith("\n"):
+        return ""
     for pattern in (ROLE, DISPLAY_MATH, CODE, INLINE_MATH, LINK):
         text = pattern.sub(" ", text)
     return re.sub(r"<[^>]+>", " ", text)
