@@ -29,7 +29,8 @@ LANG = "zh_CN"
 PO_DIR = ROOT / "locales" / LANG / "LC_MESSAGES"
 CATALOGS = sorted(PO_DIR.rglob("*.po"))
 # The pages translated in full (the rest of the book falls back to English, and is counted).
-TRANSLATED = ["book/index", "book/notation", "book/glossary", "book/01_squished_memory"]
+TRANSLATED = ["book/index", "book/notation", "book/glossary", "book/01_squished_memory",
+              "book/10_real_encoder", "book/11_modern_llm"]
 
 
 def page_of(po: Path) -> str:
