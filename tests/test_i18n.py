@@ -43,6 +43,8 @@ TRANSLATED = [
     "book/07_scaling",
     "book/08_transformer",
     "book/09_mlp_memory",
+    "book/10_real_encoder",
+    "book/11_modern_llm",
     "book/gpu_and_colab",
     "book/teachers",
     "book/references",
