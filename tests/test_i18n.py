@@ -490,3 +490,19 @@ def test_chinese_pages_in_a_browser_typeset_maths_and_search_finds_chapter_1(sit
 def test_a_display_equation_has_no_prose_for_the_term_check():
     assert i18n.prose("\ne_j = \\operatorname{score}(z, h_j) \\text{ for every token}\n") == ""
     assert "score" in i18n.prose("The score of $x$ is high.")
+
+
+def test_the_teachers_page_names_each_chapter_and_exercise_as_the_chapter_does():
+    """tools/teachers.py copies the chapters' titles into the teachers page: one translation."""
+    chapters = {}
+    for po in sorted((PO_DIR / "book").glob("[01][0-9]_*.po")):
+        for msgid, msgstr, _ in translated_entries(po):
+            chapters[msgid] = msgstr
+            m = re.match(r"Exercise (\d+\.\d+) · (.*)$", msgid)
+            if m:
+                chapters[m.group(2)] = re.sub(r"^练习 \d+\.\d+ · ", "", msgstr)
+    teachers = {msgid: msgstr for msgid, msgstr, _ in translated_entries(PO_DIR / "book" / "teachers.po")}
+    shared = set(teachers) & set(chapters)
+    assert len(shared) >= 30
+    differ = {k: (teachers[k], chapters[k]) for k in shared if teachers[k] != chapters[k]}
+    assert not differ, json.dumps(differ, ensure_ascii=False, indent=1)
