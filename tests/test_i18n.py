@@ -329,7 +329,8 @@ class _Blocks(HTMLParser):
             return
         cls = dict(attrs).get("class") or ""
         skip = tag in ("script", "style", "pre") or any(
-            c in cls.split() for c in ("cell_output", "cell_input", "headerlink", "math", "bqkv-explorer"))
+            c in cls.split() for c in ("cell_output", "cell_input", "headerlink", "math", "bqkv-explorer",
+                                       "footnote-list", "citation-list"))  # bibliography entries stay as cited
         self.stack.append((tag, skip))
         self.skip += skip
         if tag in self.BLOCKS and not self.skip and self.current is None:
@@ -377,8 +378,9 @@ def test_translated_pages_are_chinese_and_show_no_english_paragraph_of_a_transla
     text = (zh(site) / rel).read_text(encoding="utf-8")
     assert re.search(r'<html[^>]* lang="zh-CN"', text)
     en, cn = blocks(site / rel), blocks(zh(site) / rel)
-    assert len(en) == len(cn) > 5, f"{rel}: {len(en)} blocks in English, {len(cn)} in Chinese"
-    translated = [english_words(i18n.prose(msgid)) for msgid, _, _ in translated_entries(PO_DIR / f"{page}.po")]
+    assert len(en) == len(cn) >= 2, f"{rel}: {len(en)} blocks in English, {len(cn)} in Chinese"
+    translated = [english_words(i18n.prose(msgid)) for msgid, msgstr, _ in translated_entries(PO_DIR / f"{page}.po")
+                  if msgstr != msgid]  # a name or number the translation keeps as it is
     still_english = []
     for e, c in zip(en, cn):
         if e != c or not is_english_prose(c):
