@@ -2,7 +2,8 @@
 
 Every ``_()`` of the package is a plain literal the catalog can hold; the committed
 ``.mo`` is the ``.po`` compiled; every message is translated and keeps its English's
-``{fields}``; the language is read from one setting and a wrong one is refused.
+``{fields}``; the language is read from one setting and a wrong one is refused; the
+checkers' feedback and hints speak the language in force and their verdicts do not depend on it.
 """
 import ast
 import io
@@ -12,12 +13,14 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from babel.messages.extract import extract_from_dir
 from babel.messages.mofile import read_mo, write_mo
 from babel.messages.pofile import read_po
 
 import beforeqkv
-from beforeqkv import i18n
+from beforeqkv import checks, i18n
+from beforeqkv.checks import CheckFailure, _core, grading
 from _book import ROOT
 
 PKG = ROOT / "src" / "beforeqkv"
@@ -49,7 +52,7 @@ def test_the_catalog_holds_every_message_of_the_package_translated_with_its_fiel
     extracted = {msg[2] for msg in extract_from_dir(str(PKG), keywords={"_": None, "N_": None})}
     catalog = read_catalog()
     entries = {m.id: m for m in catalog if m.id}
-    assert len(extracted) >= 1
+    assert len(extracted) >= 220  # the banner and every checker message (230 when written)
     missing = sorted(extracted - set(entries))
     assert not missing, f"not in the catalog (run make i18n-package): {missing[:5]}"
     untranslated = sorted(m for m in extracted if not entries[m].string or entries[m].fuzzy)
@@ -96,3 +99,105 @@ def test_the_banner_speaks_chinese_with_beforeqkv_lang_zh_cn():
     assert "CPU thread(s)" in out["en"] and not re.search(r"[\u4e00-\u9fff]", out["en"])
     assert "个 CPU 线程" in out["zh_CN"] and "设备" in out["zh_CN"] and "thread(s)" not in out["zh_CN"]
     assert beforeqkv.__version__ in out["zh_CN"]
+
+
+# ---------------------------------------------------------------- the checkers in Chinese
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture
+def speak(monkeypatch):
+    """Set the language for one test; the original comes back afterwards."""
+    monkeypatch.setattr(i18n, "_CHOSEN", None)
+    monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    return i18n.set_language
+
+
+@pytest.fixture
+def lenient(monkeypatch):
+    monkeypatch.setattr(_core, "_CONFIGURED", "lenient")
+
+
+@pytest.fixture
+def strict(monkeypatch):
+    monkeypatch.setattr(_core, "_CONFIGURED", "strict")
+
+
+def _unscaled_scores(q, k):
+    return q @ k.transpose(-1, -2)
+
+
+def _inverted_causal_mask(t):
+    return torch.ones(t, t).triu(1).bool()
+
+
+def _attention_over_d(q, k, v):  # causal attention with the scores divided by d, not sqrt(d)
+    t = q.shape[-2]
+    s = (q @ k.transpose(-2, -1) / q.shape[-1]).masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
+    return s.softmax(-1) @ v
+
+
+@pytest.mark.parametrize("check, wrong, english, chinese", [
+    (checks.check_scaled_scores, _unscaled_scores,
+     "Hint: the scores are not scaled at all: divide q . k by sqrt(d_head)",
+     "提示：分数完全没有缩放：把 q . k 除以 sqrt(d_head)"),
+    (checks.check_causal_mask, _inverted_causal_mask,
+     "Hint: your mask marks the BLOCKED positions (True = j > i)",
+     "提示：你的掩码标出的是“被屏蔽”的位置（True = j > i）"),
+    (checks.check_causal_attention, _attention_over_d,  # a hint with {d} filled in
+     "causal attention: wrong values on", "因果注意力：在"),
+    (checks.check_causal_attention, _attention_over_d,
+     "Hint: you divided the scores by d; the scale is 1/sqrt(d)", "提示：你把分数除以了 d；缩放应为 1/sqrt(d)"),
+])
+def test_a_lenient_check_prints_its_hint_in_the_language_in_force(speak, lenient, capsys, check, wrong, english,
+                                                                  chinese):
+    speak("zh_CN")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("\u2717") and chinese in out and "Hint" not in out, out
+    speak("en")
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("\u2717") and english in out and not CJK.search(out), out
+
+
+def test_a_strict_failure_raises_its_message_in_chinese(speak, strict):
+    speak("zh_CN")
+    with pytest.raises(CheckFailure, match=r"^因果掩码：在 T=1 上的值不对。\n提示：你的掩码标出的是“被屏蔽”") as err:
+        checks.check_causal_mask(_inverted_causal_mask)
+    assert "BLOCKED" not in str(err.value)
+    with pytest.raises(CheckFailure, match="scaled_scores：尚未实现。请在 `# YOUR CODE HERE` 处写你的代码"):
+        checks.check_scaled_scores(lambda q, k: (_ for _ in ()).throw(NotImplementedError()))
+    with pytest.raises(CheckFailure, match="你的代码假定了固定的维数") as err:  # the reader's own error, hinted
+        checks.check_scaled_scores(lambda q, k: torch.einsum("id,jd->ij", q, k) / q.shape[-1] ** 0.5)
+    assert "抛出了 RuntimeError" in str(err.value) and "（你的第" in str(err.value)
+    with pytest.raises(CheckFailure, match="ch5_weights_symmetric：这与实验结果不符。提示：把 a_ij 和 a_ji 连同分母"):
+        checks.check_prediction("ch5_weights_symmetric", "yes")  # wrong; the explanation stays sealed
+    with pytest.raises(AssertionError, match="因果掩码：在 T=1 上的值不对"):  # graded, from a fresh copy
+        grading.verify("check_causal_mask", _inverted_causal_mask)
+
+
+def test_the_language_changes_the_words_of_a_check_and_never_its_verdict(speak, lenient, capsys):
+    cases = [
+        (checks.check_scaled_scores, lambda q, k: q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5),
+        (checks.check_scaled_scores, _unscaled_scores),
+        (checks.check_causal_mask, lambda t: torch.ones(t, t).tril().bool()),
+        (checks.check_causal_mask, _inverted_causal_mask),
+        (checks.check_causal_mask, lambda t: torch.ones(t, t).tril().float()),  # a dtype, not a value
+        (checks.check_causal_attention, _attention_over_d),
+        (checks.check_attention_read, lambda q, k, v: v.mean(1)),  # no hint: the max abs error
+        (checks.check_triad_qk, lambda: (torch.eye(2, 3), torch.eye(2, 3))),
+        (lambda a: checks.check_prediction("ch5_weights_symmetric", a), "yes"),
+        (lambda a: checks.check_prediction("ch5_weights_symmetric", a), ...),
+    ]
+    verdicts, words = {}, {}
+    for lang in ("en", "zh_CN"):
+        speak(lang)
+        verdicts[lang] = [bool(check(arg)) for check, arg in cases]
+        words[lang] = capsys.readouterr().out
+    assert verdicts["en"] == verdicts["zh_CN"] == [True, False, True, False, False, False, False, False, False, False]
+    assert not CJK.search(words["en"])
+    zh_lines = [line for line in words["zh_CN"].splitlines() if line.startswith(("\u2713", "\u2717"))]
+    assert len(zh_lines) == len(cases) and all(CJK.search(line) for line in zh_lines), zh_lines
+    assert "Hint" not in words["zh_CN"] and "wrong values" not in words["zh_CN"]

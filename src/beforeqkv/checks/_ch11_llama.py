@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _core
+from ..i18n import N_, _
 from ..models import GPT, TransformerConfig
 from .ch08 import _randomise
 from ._core import CheckFailure, checker
@@ -92,8 +93,8 @@ def written_out(model, tokens, *, pairs=False, repeat=False, final_norm=True, ep
     return x @ model.W_E.weight.T  # (B, T, d_vocab): W_U = W_E
 
 
-UNTIED = ("SmolLM2 has no W_U of its own: the unembedding is tied to the embedding, "
-          "logits = x @ W_E.weight.T. Drop your W_U (loading would leave it random).")
+UNTIED = N_("SmolLM2 has no W_U of its own: the unembedding is tied to the embedding, "
+            "logits = x @ W_E.weight.T. Drop your W_U (loading would leave it random).")
 
 
 def _load(cls, model, meta=False):
@@ -107,14 +108,16 @@ def _load(cls, model, meta=False):
     except NotImplementedError:
         raise
     except Exception as err:
-        raise CheckFailure(f"{cls.__name__}(config) raised {type(err).__name__}: {err}") from None
+        raise CheckFailure(_("{name} raised {error}: {message}").format(
+            name=f"{cls.__name__}(config)", error=type(err).__name__, message=err)) from None
     try:
         mine.load_state_dict(llama_weights(model), assign=meta)
     except RuntimeError as err:
         if "W_U" in str(err):
-            raise CheckFailure(f"your model's weights do not load: {UNTIED}") from None
-        raise CheckFailure("the weights do not load into yours; keep the names of the given __init__ "
-                           f"(W_E, W_Q, ..., W_out, norm_attn, norm_mlp, norm_final).\n{err}") from None
+            raise CheckFailure(_("your model's weights do not load: {reason}").format(
+                reason=_core.tr(UNTIED))) from None
+        raise CheckFailure(_("the weights do not load into yours; keep the names of the given __init__ "
+                             "(W_E, W_Q, ..., W_out, norm_attn, norm_mlp, norm_final).") + f"\n{err}") from None
     return mine.eval()
 
 
@@ -137,17 +140,17 @@ def _model(options, seed):
 
 
 MISTAKES = {
-    "rotary pairs coordinate i with i + d_head/2 (rotate-half: the layout of Exercise 11.2 and of "
-    "the un-permuted weights), not with its neighbour i + 1.": dict(pairs=True),
-    "each key/value head serves n_heads / n_kv_heads CONSECUTIVE query heads: "
-    "k.repeat_interleave(group, dim=1); k.repeat(...) deals them out in turn.": dict(repeat=True),
-    "the final RMSNorm is missing: normalise with the gain norm_final before the unembedding.":
+    N_("rotary pairs coordinate i with i + d_head/2 (rotate-half: the layout of Exercise 11.2 and of "
+       "the un-permuted weights), not with its neighbour i + 1."): dict(pairs=True),
+    N_("each key/value head serves n_heads / n_kv_heads CONSECUTIVE query heads: "
+       "k.repeat_interleave(group, dim=1); k.repeat(...) deals them out in turn."): dict(repeat=True),
+    N_("the final RMSNorm is missing: normalise with the gain norm_final before the unembedding."):
         dict(final_norm=False),
-    "RMSNorm: eps goes inside the square root, sqrt(mean(x^2) + eps) (Exercise 11.1).": dict(eps="outside"),
-    "RMSNorm: add eps (config.norm_eps) to mean(x^2) before the square root.": dict(eps="none"),
-    "RMSNorm: multiply by the learned gain (norm_attn, norm_mlp, norm_final).": dict(gain=False),
-    "SwiGLU: the silu acts on W_gate x and W_in x is the linear factor: "
-    "W_out(silu(W_gate x) * W_in x).": dict(swap=True),
+    N_("RMSNorm: eps goes inside the square root, sqrt(mean(x^2) + eps) (Exercise 11.1)."): dict(eps="outside"),
+    N_("RMSNorm: add eps (config.norm_eps) to mean(x^2) before the square root."): dict(eps="none"),
+    N_("RMSNorm: multiply by the learned gain (norm_attn, norm_mlp, norm_final)."): dict(gain=False),
+    N_("SwiGLU: the silu acts on W_gate x and W_in x is the linear factor: "
+       "W_out(silu(W_gate x) * W_in x)."): dict(swap=True),
 }
 
 
@@ -177,10 +180,11 @@ def check_llama(cls):
     mistakes = {hint: mistake(how) for hint, how in MISTAKES.items()}
     try:
         _core._compare(run, reference, list(_cases()), "Llama GPT", mistakes, 1e-4, 1e-4,
-                       lambda a: f"tokens {tuple(a[0].shape)}, config {dict(a[1]) or 'default'}", {})
+                       lambda a: _("tokens {shape}, config {config}").format(
+                           shape=tuple(a[0].shape), config=dict(a[1]) or _("default")), {})
     except CheckFailure as err:
         return _core._report("llama", err, getattr(cls, "forward", None))
-    _core.passed("Llama GPT matches the package's on every case")
+    _core.passed(_("Llama GPT matches the package's on every case"))
     return _core.CheckResult("llama", True)
 
 
@@ -189,11 +193,10 @@ def _run(mine, tokens):
     try:
         return mine(tokens)
     except NotImplementedError:
-        raise CheckFailure("smollm2: not implemented yet. Write your code where it says "
-                           "`# YOUR CODE HERE` and delete `raise NotImplementedError()`, "
-                           "then run this cell again.") from None
+        raise CheckFailure(_core.not_implemented("smollm2")) from None
     except Exception as err:
-        raise CheckFailure(f"with SmolLM2's weights your model raised {type(err).__name__}: {err}") from None
+        raise CheckFailure(_("with SmolLM2's weights your model raised {error}: {message}").format(
+            error=type(err).__name__, message=err)) from None
 
 
 LAST_RUN: dict = {}  # what check_smollm2 measured last (the chapter glues it)
@@ -216,22 +219,24 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
         got = _run(mine, tokens)[0]  # (T, d_vocab)
         want = lm.logits(ids)  # (T, d_vocab)
         if got.shape != want.shape:
-            raise CheckFailure(f"your logits have shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+            raise CheckFailure(_("your logits have shape {got}, expected {want}").format(
+                got=tuple(got.shape), want=tuple(want.shape)))
         diff = (got - want).abs().max().item()
         if not diff <= 1e-3:
-            raise CheckFailure(f"with SmolLM2's weights your logits differ from the package's by up to "
-                               f"{diff:.3g}, more than 1e-3; run check_llama first: it names the mistake.")
+            raise CheckFailure(_("with SmolLM2's weights your logits differ from the package's by up to {diff}, "
+                                 "more than 1e-3; run check_llama first: it names the mistake.").format(
+                                     diff=f"{diff:.3g}"))
         seq = list(ids)
-        for _ in range(new_tokens):
+        for _step in range(new_tokens):
             seq.append(int(_run(mine, torch.tensor([seq], device=lm.device))[0, -1].argmax()))
     greedy = lm.generate_ids(ids, new_tokens, stop_at_eos=False)
     if seq[len(ids):] != greedy:
-        raise CheckFailure(f"your greedy tokens {lm.decode(seq[len(ids):])!r} are not the package's "
-                           f"{lm.decode(greedy)!r}")
+        raise CheckFailure(_("your greedy tokens {mine} are not the package's {package}").format(
+            mine=repr(lm.decode(seq[len(ids):])), package=repr(lm.decode(greedy))))
     top = got[-1].topk(3)
     LAST_RUN.update(max_diff=diff, text=lm.decode(seq[len(ids):]),
                     top={lm.decode([i]): v for i, v in zip(top.indices.tolist(), top.values.tolist())})
-    _core.passed(f"your GPT runs SmolLM2: logits within {diff:.1e} of the package's, greedy "
-                 f"{LAST_RUN['text']!r}, top logits "
-                 + ", ".join(f"{k!r} {v:.4f}" for k, v in LAST_RUN["top"].items()))
+    _core.passed(_("your GPT runs SmolLM2: logits within {diff} of the package's, greedy {text}, top logits "
+                   "{top}").format(diff=f"{diff:.1e}", text=repr(LAST_RUN["text"]),
+                                   top=", ".join(f"{k!r} {v:.4f}" for k, v in LAST_RUN["top"].items())))
     return _core.CheckResult("smollm2", True)

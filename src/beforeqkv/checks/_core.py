@@ -34,12 +34,14 @@ from typing import Callable, Iterable, Mapping
 
 import torch
 
+from .. import i18n
+from ..i18n import N_, _
 from . import _seal
 from ._failed import failed
 
 __all__ = ["CheckFailure", "CheckResult", "compare", "passed", "register_question",
            "check_prediction", "explain", "checker", "mode", "configure", "QUESTIONS",
-           "canonical", "is_right"]
+           "canonical", "is_right", "tr", "hint_line", "not_implemented", "matches_everywhere"]
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])  # .../beforeqkv
 _NESTED = 0  # > 0 while a @checker function runs: failures go up to it, reported once
@@ -124,6 +126,30 @@ def passed(what: str) -> None:
     print(f"\u2713 {what}")
 
 
+# ---------------------------------------------------------------- the reader's language
+def tr(message: str) -> str:
+    """A message marked with ``N_`` (a hint of a mistakes table, a checker's name) in the
+    language in force (``BEFOREQKV_LANG``); a message the catalog lacks, or one already
+    translated, comes back as it is."""
+    return i18n._(message)
+
+
+def hint_line(hint: str) -> str:
+    """``"\nHint: ..."``, the hint translated."""
+    return "\n" + _("Hint: {hint}").format(hint=tr(hint))
+
+
+def not_implemented(name: str) -> str:
+    """What a check says of a function that still raises ``NotImplementedError``."""
+    return _("{name}: not implemented yet. Write your code where it says `# YOUR CODE HERE` and "
+             "delete `raise NotImplementedError()`, then run this cell again.").format(name=tr(name))
+
+
+def matches_everywhere(name: str) -> None:
+    """Print the ✓ line of a check that agreed with the reference on every case."""
+    passed(_("{name} matches the reference on every case").format(name=tr(name)))
+
+
 def checker(func: Callable) -> Callable:
     """Decorate a ``check_*(fn, ...)`` function that raises :class:`CheckFailure` itself.
 
@@ -191,20 +217,20 @@ def _where_in_your_code(err: BaseException) -> str:
         f = str(Path(fs.filename).resolve()) if not fs.filename.startswith("<") else fs.filename
         if not f.startswith(_PACKAGE) and "site-packages" not in f and "/torch/" not in f:
             line = (fs.line or "").strip()
-            return f" (your line {fs.lineno}: `{line}`)" if line else ""
+            return " " + _("(your line {lineno}: `{code}`)").format(lineno=fs.lineno, code=line) if line else ""
     return ""
 
 
-NAN_HINT = ("your output contains NaN. A softmax over a row whose scores are all -inf is 0/0: "
-            "check which positions your mask fills (True = may attend in this book).")
-BATCH_HINT = ("it works with fewer batch dimensions but not with more: the contract is (..., T, d), "
-              "so index from the end (dim=-1, .transpose(-2, -1)), not from the front.")
+NAN_HINT = N_("your output contains NaN. A softmax over a row whose scores are all -inf is 0/0: "
+              "check which positions your mask fills (True = may attend in this book).")
+BATCH_HINT = N_("it works with fewer batch dimensions but not with more: the contract is (..., T, d), "
+                "so index from the end (dim=-1, .transpose(-2, -1)), not from the front.")
 
 
 _GENERIC_ERRORS = {
     r"subscripts in the equation \(\d+\) does not match the number of dimensions|too many indices":
-        "your code assumes a number of dimensions; the inputs may have any number of batch dimensions, "
-        "including none: write '...' in einsum and index from the end (dim=-1, .transpose(-2, -1)).",
+        N_("your code assumes a number of dimensions; the inputs may have any number of batch dimensions, "
+           "including none: write '...' in einsum and index from the end (dim=-1, .transpose(-2, -1))."),
 }
 
 
@@ -217,6 +243,7 @@ def compare(fn: Callable, reference: Callable, cases: Iterable[tuple], name: str
     mistakes: hint -> a function implementing a typical wrong version. A hint is shown
     when the reader's output matches that version on every case where it applies.
     errors: regular expression -> hint, for errors the reader's function raises.
+    Mark the hints and ``name`` with ``N_``: they are shown in the reader's language.
     Returns a :class:`CheckResult`; a failure is printed or raised according to :func:`mode`.
     """
     __tracebackhide__ = True
@@ -224,50 +251,51 @@ def compare(fn: Callable, reference: Callable, cases: Iterable[tuple], name: str
         _compare(fn, reference, list(cases), name, mistakes or {}, atol, rtol, describe, errors or {})
     except CheckFailure as err:
         return _report(name, err, fn)
-    passed(f"{name} matches the reference on every case")
+    matches_everywhere(name)
     return CheckResult(name, True)
 
 
 def _compare(fn, reference, cases, name, mistakes, atol, rtol, describe, errors):
+    name = tr(name)
     if not callable(fn):
-        raise CheckFailure(f"{name}: expected a function, got {type(fn).__name__}")
+        raise CheckFailure(_("{name}: expected a function, got {type}").format(name=name, type=type(fn).__name__))
     done_ndim = 0
     for i, args in enumerate(cases, start=1):
-        label = describe(args) if describe else f"case {i}"
+        label = describe(args) if describe else _("case {i}").format(i=i)
         pristine = _clone(args)
         try:
             got = fn(*args)
         except NotImplementedError:
-            raise CheckFailure(f"{name}: not implemented yet. Write your code where it says "
-                               "`# YOUR CODE HERE` and delete `raise NotImplementedError()`, "
-                               "then run this cell again.") from None
+            raise CheckFailure(not_implemented(name)) from None
         except Exception as err:  # show the reader's own error, with the case
-            msg = f"{name} raised {type(err).__name__} on {label}: {err}{_where_in_your_code(err)}"
+            msg = _("{name} raised {error} on {case}: {message}").format(
+                name=name, error=type(err).__name__, case=label, message=err) + _where_in_your_code(err)
             hints = [h for pattern, h in {**errors, **_GENERIC_ERRORS}.items() if re.search(pattern, str(err))]
             if done_ndim and _ndim(args) > done_ndim:
                 hints.append(BATCH_HINT)
-            raise CheckFailure(msg + "".join(f"\nHint: {h}" for h in hints[:1])) from None
+            raise CheckFailure(msg + "".join(hint_line(h) for h in hints[:1])) from None
         if not _same(args, pristine):
-            raise CheckFailure(f"{name} modified its input in place on {label}: work on copies instead")
+            raise CheckFailure(_("{name} modified its input in place on {case}: work on copies instead").format(
+                name=name, case=label))
         want = reference(*args)
         if isinstance(want, torch.Tensor) and not isinstance(got, torch.Tensor):
-            raise CheckFailure(f"{name} should return a tensor, got {type(got).__name__} on {label}")
+            raise CheckFailure(_("{name} should return a tensor, got {type} on {case}").format(
+                name=name, type=type(got).__name__, case=label))
         if _close(got, want, atol, rtol):
             done_ndim = max(done_ndim, _ndim(args))
             continue
         hint = _matching_mistake(fn, got, args, cases, mistakes, atol, rtol)
         if hint:
-            raise CheckFailure(f"{name}: wrong values on {label}.\nHint: {hint}")
+            raise CheckFailure(_("{name}: wrong values on {case}.").format(name=name, case=label) + hint_line(hint))
+        extra = hint_line(BATCH_HINT) if done_ndim and _ndim(args) > done_ndim else ""
         if isinstance(want, torch.Tensor) and got.shape != want.shape:
-            extra = f"\nHint: {BATCH_HINT}" if done_ndim and _ndim(args) > done_ndim else ""
-            raise CheckFailure(f"{name}: wrong shape on {label}: got {tuple(got.shape)}, "
-                               f"expected {tuple(want.shape)}{extra}")
+            raise CheckFailure(_("{name}: wrong shape on {case}: got {got}, expected {want}").format(
+                name=name, case=label, got=tuple(got.shape), want=tuple(want.shape)) + extra)
         if _has_nan(got) and not _has_nan(want):
-            raise CheckFailure(f"{name}: NaN on {label}.\nHint: {NAN_HINT}")
-        extra = f"\nHint: {BATCH_HINT}" if done_ndim and _ndim(args) > done_ndim else ""
-        raise CheckFailure(f"{name}: wrong values on {label} (max abs error "
-                           f"{_max_err(got, want):.3g}). Compare your code with the derivation "
-                           f"above.{extra}")
+            raise CheckFailure(_("{name}: NaN on {case}.").format(name=name, case=label) + hint_line(NAN_HINT))
+        raise CheckFailure(_("{name}: wrong values on {case} (max abs error {error}). Compare your code with "
+                             "the derivation above.").format(name=name, case=label,
+                                                             error=f"{_max_err(got, want):.3g}") + extra)
 
 
 def _matching_mistake(fn, got, args, cases, mistakes, atol, rtol) -> str | None:
@@ -320,7 +348,8 @@ def register_question(key: str, *, choices: Iterable | None = None, digits: int 
 
     choices: the answers to choose from (the check accepts any natural spelling of one);
     digits: for a numeric answer, the decimals it is compared at (0: a whole number,
-    1: 2.77 and 2.8 are the same answer). The answer and the explanation shown after a
+    1: 2.77 and 2.8 are the same answer); hint: shown after a wrong answer, marked with
+    ``N_`` so that it is shown in the reader's language. The answer and the explanation shown after a
     right answer live in the instructor's key (``instructor/answers.json``, not shipped)
     and reach the package only sealed (``_sealed.py``, ``tools/seal.py``; see ``_seal``).
     hint: shown after a wrong answer (it must not give the answer away).
@@ -396,10 +425,14 @@ def _sealed(key: str) -> dict:
     return SEALED[key]
 
 
+def _unknown(key: str) -> ValueError:
+    return ValueError(_("unknown question {key}; known: {known}").format(key=repr(key), known=sorted(QUESTIONS)))
+
+
 def is_right(key: str, prediction) -> bool:
     """Whether ``prediction`` is the sealed answer of question ``key`` (prints nothing)."""
     if key not in QUESTIONS:
-        raise ValueError(f"unknown question {key!r}; known: {sorted(QUESTIONS)}")
+        raise _unknown(key)
     q = QUESTIONS[key]
     canon = canonical(prediction, q["choices"], q["digits"])
     return canon is not None and _seal.digest(key, canon) == _sealed(key)["check"]
@@ -412,13 +445,13 @@ def explain(key: str) -> None:
     question measures it, and a right answer unlocks the explanation.
     """
     if key not in QUESTIONS:
-        raise ValueError(f"unknown question {key!r}; known: {sorted(QUESTIONS)}")
+        raise _unknown(key)
     if key in _EXPLAINED:
         print(f"{key}: {_EXPLAINED[key]}")
     else:
-        print(f"{key}: answer it first with checks.check_prediction({key!r}, ...). The answer is "
-              "not stored in the package: the experiment that follows the question measures it, "
-              "and a right answer shows the explanation.")
+        print(_("{key}: answer it first with checks.check_prediction({quoted}, ...). The answer is not stored "
+                "in the package: the experiment that follows the question measures it, and a right answer "
+                "shows the explanation.").format(key=key, quoted=repr(key)))
 
 
 def check_prediction(key: str, prediction) -> CheckResult:
@@ -429,30 +462,34 @@ def check_prediction(key: str, prediction) -> CheckResult:
     """
     __tracebackhide__ = True
     if key not in QUESTIONS:
-        raise ValueError(f"unknown question {key!r}; known: {sorted(QUESTIONS)}")
+        raise _unknown(key)
     q = QUESTIONS[key]
     try:
         explanation = _check_prediction(key, q, prediction)
     except CheckFailure as err:
         return _report(key, err)
     _EXPLAINED[key] = explanation
-    passed(f"{key}: right. {explanation}")
+    passed(_("{key}: right. {explanation}").format(key=key, explanation=explanation))
     return CheckResult(key, True)
 
 
 def _check_prediction(key, q, prediction) -> str:
     if prediction is None or prediction is Ellipsis:
-        raise CheckFailure(f"{key}: write your prediction first: replace the `...` with your "
-                           "answer, then run this cell again.")
+        raise CheckFailure(_("{key}: write your prediction first: replace the `...` with your answer, then run "
+                             "this cell again.").format(key=key))
     canon = canonical(prediction, q["choices"], q["digits"])
     if canon is None and q["choices"] is not None:
         shown = ", ".join(repr(c) for c in q["choices"])
-        raise CheckFailure(f"{key}: answer with one of {shown}; got {prediction!r}")
+        raise CheckFailure(_("{key}: answer with one of {choices}; got {answer}").format(
+            key=key, choices=shown, answer=repr(prediction)))
     if canon is None:
-        raise CheckFailure(f"{key}: answer with a number, got {prediction!r}")
+        raise CheckFailure(_("{key}: answer with a number, got {answer}").format(key=key, answer=repr(prediction)))
     sealed = _sealed(key)
     if _seal.digest(key, canon) != sealed["check"]:
-        hint = f" Hint: {q['hint']}" if q.get("hint") else ""
-        raise CheckFailure(f"{key}: not what the experiment shows.{hint} Think again and run "
-                           "this cell with a new answer; the experiment that follows measures it.")
+        if q.get("hint"):
+            raise CheckFailure(_("{key}: not what the experiment shows. Hint: {hint} Think again and run this cell "
+                                 "with a new answer; the experiment that follows measures it.").format(
+                                     key=key, hint=tr(q["hint"])))
+        raise CheckFailure(_("{key}: not what the experiment shows. Think again and run this cell with a new answer; "
+                             "the experiment that follows measures it.").format(key=key))
     return _seal.unseal(key, canon, sealed["box"])

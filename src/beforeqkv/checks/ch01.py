@@ -5,6 +5,7 @@ import math
 
 import torch
 
+from ..i18n import N_
 from ._core import compare, register_question
 
 __all__ = ["check_attention_read", "reference_attention_read"]
@@ -34,17 +35,17 @@ def _describe(args):
 
 
 _MISTAKES = {
-    "did you scale the scores by 1/sqrt(d)?":
+    N_("did you scale the scores by 1/sqrt(d)?"):
         lambda q, k, v: torch.einsum("bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k), -1), v),
-    "scale by 1/sqrt(d), not by 1/d.":
+    N_("scale by 1/sqrt(d), not by 1/d."):
         lambda q, k, v: torch.einsum("bn,bnv->bv",
                                      torch.softmax(torch.einsum("bd,bnd->bn", q, k) / q.shape[-1], -1), v),
-    "the softmax must run over the N stored pairs (dim=-1), not over the batch.":
+    N_("the softmax must run over the N stored pairs (dim=-1), not over the batch."):
         lambda q, k, v: torch.einsum(
             "bn,bnv->bv", torch.softmax(torch.einsum("bd,bnd->bn", q, k) / math.sqrt(q.shape[-1]), 0), v),
-    "the weights need a softmax: raw dot products are not a weighted average.":
+    N_("the weights need a softmax: raw dot products are not a weighted average."):
         lambda q, k, v: torch.einsum("bn,bnv->bv", torch.einsum("bd,bnd->bn", q, k) / math.sqrt(q.shape[-1]), v),
-    "read the values, not the keys.":
+    N_("read the values, not the keys."):
         lambda q, k, v: reference_attention_read(q, k, k),
 }
 
@@ -57,13 +58,13 @@ def check_attention_read(fn):
 register_question(
     "ch1_lstm_state_size",
     digits=0,
-    hint="an nn.LSTM layer carries two vectors from step to step, and each layer has its own.",
+    hint=N_("an nn.LSTM layer carries two vectors from step to step, and each layer has its own."),
     reveals=["ch1_lstm2_state"],
 )
 register_question(
     "ch1_lstm_n32",
     choices=["near perfect", "in between", "chance"],
-    hint="compare how many numbers the LSTM carries with how many facts it must hold at N = 8 "
-         "and at N = 32.",
+    hint=N_("compare how many numbers the LSTM carries with how many facts it must hold at N = 8 "
+            "and at N = 32."),
     reveals=["ch1_lstm_n32"],
 )

@@ -6,6 +6,7 @@ import math
 import torch
 
 from ..attention import fast_weight_memory, linear_attention
+from ..i18n import N_
 from ._core import compare, register_question
 
 __all__ = ["check_fast_weight_memory", "check_linear_attention"]
@@ -28,12 +29,12 @@ def check_fast_weight_memory(fn):
     return compare(
         fn, fast_weight_memory, _memory_cases(), "fast_weight_memory",
         mistakes={
-            "M = sum_j v_j k_j^T has shape (d_v, d_k): rows indexed by value dims. You built k v^T.":
+            N_("M = sum_j v_j k_j^T has shape (d_v, d_k): rows indexed by value dims. You built k v^T."):
                 lambda k, v: fast_weight_memory(k, v).transpose(-1, -2),
-            "add the outer products, do not average them (M = sum_j, not mean_j).":
+            N_("add the outer products, do not average them (M = sum_j, not mean_j)."):
                 lambda k, v: fast_weight_memory(k, v) / k.shape[-2],
-            "take the outer product of each pair, then sum; (sum_j v_j)(sum_j k_j)^T mixes "
-            "every value with every key.":
+            N_("take the outer product of each pair, then sum; (sum_j v_j)(sum_j k_j)^T mixes "
+               "every value with every key."):
                 lambda k, v: torch.einsum("...v,...k->...vk", v.sum(-2), k.sum(-2)),
         },
     )
@@ -57,13 +58,13 @@ def check_linear_attention(fn):
     return compare(
         fn, ref, _read_cases(), "linear_attention",
         mistakes={
-            "linear attention has no softmax: the weights are the raw scores k_j . q_i.":
+            N_("linear attention has no softmax: the weights are the raw scores k_j . q_i."):
                 lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v,
-            "no 1/sqrt(d_k) scale here: out_i = sum_j (k_j . q_i) v_j.":
+            N_("no 1/sqrt(d_k) scale here: out_i = sum_j (k_j . q_i) v_j."):
                 lambda q, k, v: ref(q, k, v) / math.sqrt(q.shape[-1]),
-            "do not normalise by the sum of the scores; the plain fast-weight read is M q.":
+            N_("do not normalise by the sum of the scores; the plain fast-weight read is M q."):
                 lambda q, k, v: ref(q, k, v) / (q @ k.transpose(-1, -2)).sum(-1, keepdim=True),
-            "read with M q (M is d_v x d_k), not with M^T q.":
+            N_("read with M q (M is d_v x d_k), not with M^T q."):
                 lambda q, k, v: torch.einsum("...vk,...iv->...ik", fast_weight_memory(k, v), q),
         },
     )
@@ -72,12 +73,12 @@ def check_linear_attention(fn):
 register_question(
     "ch2_memory_numbers",
     digits=0,
-    hint="does writing one more pair into M make M bigger? Which widths give M's shape?",
+    hint=N_("does writing one more pair into M make M bigger? Which widths give M's shape?"),
     reveals=["ch2_mem_numbers", "ch2_mem_softmax"],
 )
 register_question(
     "ch2_bigger_memory",
     choices=[16, 64, 256],
-    hint="how does the size of the crosstalk depend on N and on d_k?",
+    hint=N_("how does the size of the crosstalk depend on N and on d_k?"),
     reveals=["ch2_wide_n16", "ch2_wide_n64", "ch2_wide_n256"],
 )

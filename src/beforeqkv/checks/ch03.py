@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_
 from ._core import compare, register_question
 
 __all__ = ["check_all_to_all_mix", "check_window_mix"]
@@ -30,13 +31,13 @@ def check_all_to_all_mix(fn):
     return compare(
         fn, _mix, _cases(), "all_to_all_mix",
         mistakes={
-            "row i of w holds the weights of output i: y_i = sum_j w_ij x_j. You used w_ji (w transposed).":
+            N_("row i of w holds the weights of output i: y_i = sum_j w_ij x_j. You used w_ji (w transposed)."):
                 lambda x, w: _mix(x, w.transpose(-1, -2)),
-            "every output reads every input: you kept only the diagonal w_ii x_i.":
+            N_("every output reads every input: you kept only the diagonal w_ii x_i."):
                 lambda x, w: torch.diagonal(w, dim1=-2, dim2=-1).unsqueeze(-1) * x,
-            "the sum is weighted: multiply each x_j by w_ij before adding.":
+            N_("the sum is weighted: multiply each x_j by w_ij before adding."):
                 lambda x, w: x.sum(-2, keepdim=True).expand_as(x),
-            "use the weights as given; do not softmax them here.":
+            N_("use the weights as given; do not softmax them here."):
                 lambda x, w: _mix(x, torch.softmax(w, dim=-1)),
         },
     )
@@ -76,14 +77,14 @@ def check_window_mix(fn):
     return compare(
         fn, mean_of(_window_weights), _window_cases(), "window_mix",
         mistakes={
-            "the window must not reach into the future: output i reads inputs j <= i only.":
+            N_("the window must not reach into the future: output i reads inputs j <= i only."):
                 mean_of(noncausal),
-            "the window holds the last k inputs, i itself included (i-k < j <= i); yours holds k + 1.":
+            N_("the window holds the last k inputs, i itself included (i-k < j <= i); yours holds k + 1."):
                 mean_of(lambda T, k: _window_weights(T, k + 1)),
-            "near the start a window holds fewer than k inputs: divide by how many it holds, "
-            "so that every row of w sums to 1.":
+            N_("near the start a window holds fewer than k inputs: divide by how many it holds, "
+               "so that every row of w sums to 1."):
                 mean_of(lambda T, k: _window_weights(T, k) * _window_weights(T, k).ne(0).sum(-1, keepdim=True) / k),
-            "every output reads all the inputs before it: use only the last k.":
+            N_("every output reads all the inputs before it: use only the last k."):
                 mean_of(lambda T, k: _window_weights(T, T)),
         },
         describe=lambda a: f"x {tuple(a[0].shape)}, k={a[1]}",
@@ -93,14 +94,14 @@ def check_window_mix(fn):
 register_question(
     "ch3_steps_picture",
     digits=0,
-    hint="draw a small grid (2 layers by 4 tokens, as in the figure), find the rule for the last "
-         "unit's step, then apply it to 6 layers by 100 tokens.",
+    hint=N_("draw a small grid (2 layers by 4 tokens, as in the figure), find the rule for the last "
+            "unit's step, then apply it to 6 layers by 100 tokens."),
     reveals=["ch3_steps_deep"],
 )
 register_question(
     "ch3_depth_stack",
     digits=0,
-    hint="depth counts operations that must wait for each other, not how big each operation is; "
-         "what must wait for what in a stack?",
+    hint=N_("depth counts operations that must wait for each other, not how big each operation is; "
+            "what must wait for what in a stack?"),
     reveals=["ch3_depth_stack_ratio"],
 )

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_
 from ._core import compare, register_question
 
 __all__ = ["check_content_weights", "content_weights_reference"]
@@ -44,12 +45,12 @@ def check_content_weights(fn):
         return torch.softmax(f(x_k.unsqueeze(-3), x_q.unsqueeze(-2)), dim=-1)
 
     mistakes = {
-        "the softmax must run over the keys j (the last dim), so each query's row sums to 1":
+        N_("the softmax must run over the keys j (the last dim), so each query's row sums to 1"):
             lambda x_q, x_k, f: torch.softmax(f(x_q.unsqueeze(-2), x_k.unsqueeze(-3)), dim=-2),
-        "weights are scores passed through a softmax; you returned the raw scores":
+        N_("weights are scores passed through a softmax; you returned the raw scores"):
             lambda x_q, x_k, f: f(x_q.unsqueeze(-2), x_k.unsqueeze(-3)),
-        "f(x_i, x_j) takes the query first: you computed f(x_j, x_i)": f_swapped,
-        "after exp, divide by the row sum (that is what the softmax does)":
+        N_("f(x_i, x_j) takes the query first: you computed f(x_j, x_i)"): f_swapped,
+        N_("after exp, divide by the row sum (that is what the softmax does)"):
             lambda x_q, x_k, f: f(x_q.unsqueeze(-2), x_k.unsqueeze(-3)).exp(),
     }
     return compare(fn, content_weights_reference, _cases(), "content_weights", mistakes=mistakes,
@@ -59,13 +60,13 @@ def check_content_weights(fn):
 register_question(
     "ch4_fixed_no_positions",
     choices=["near 1.00", "near the bag-of-tokens guess", "near chance"],
-    hint="shuffle the 16 tokens of a sequence: what changes in the output of a content mixer "
-         "without positions?",
+    hint=N_("shuffle the 16 tokens of a sequence: what changes in the output of a content mixer "
+            "without positions?"),
     reveals=["ch4_fixed_content_nopos"],
 )
 register_question(
     "ch4_salient_no_positions",
     choices=["well above the bag-of-tokens guess", "near the bag-of-tokens guess", "near chance"],
-    hint="does answering the salient task require knowing where the marked token sits?",
+    hint=N_("does answering the salient task require knowing where the marked token sits?"),
     reveals=["ch4_salient_content_nopos"],
 )

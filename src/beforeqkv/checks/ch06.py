@@ -6,6 +6,7 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention
+from ..i18n import N_
 from ._core import compare, register_question
 
 __all__ = ["check_multihead_attention", "reference_multihead_attention"]
@@ -48,8 +49,8 @@ def _interleaved_split(t, n_heads):
     return t.view(b, n, w // n_heads, n_heads).permute(0, 3, 1, 2)  # (B, H, T, d_head): wrong grouping
 
 
-_LAYOUT_HINT = ("the weights are in nn.Linear layout, (out, in): project with `x @ W_Q.T` (and "
-                "`@ W_O.T` at the end), not `x @ W_Q`.")
+_LAYOUT_HINT = N_("the weights are in nn.Linear layout, (out, in): project with `x @ W_Q.T` (and "
+                  "`@ W_O.T` at the end), not `x @ W_Q`.")
 
 _MISTAKES = {
     _LAYOUT_HINT: lambda *a: _variant(*a, linear_layout=False),
@@ -99,28 +100,28 @@ def check_multihead_attention(fn):
 register_question(
     "ch6_per_pair_numbers",
     choices=["10^6", "10^9", "10^12", "10^15"],
-    hint="one d x d matrix for each of the T x T pairs.",
+    hint=N_("one d x d matrix for each of the T x T pairs."),
     reveals=["ch6_gpt2_numbers"],
 )
 
 register_question(
     "ch6_one_head_routings",
     choices=["0", "1", "2"],
-    hint="how many softmax distributions does one head compute for one token?",
+    hint=N_("how many softmax distributions does one head compute for one token?"),
     reveals=["ch6_h1_both", "ch6_h1_won", "ch6_h1_lost", "ch6_h1_won_name"],
 )
 
 register_question(
     "ch6_wide_head_both",
     choices=["yes", "no"],
-    hint="how many blends of its neighbours does one head give each token, whatever its width?",
+    hint=N_("how many blends of its neighbours does one head give each token, whatever its width?"),
     reveals=["ch6_wide_both"],
 )
 
 register_question(
     "ch6_sixteen_heads_both",
     choices=["rarely", "often", "almost always"],
-    hint="count the separate blends each token receives, then ask how precise one blend of a "
-         "width-one head can be.",
+    hint=N_("count the separate blends each token receives, then ask how precise one blend of a "
+            "width-one head can be."),
     reveals=["ch6_h16_both"],
 )

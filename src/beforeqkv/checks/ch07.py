@@ -6,6 +6,7 @@ import math
 import torch
 
 from ..attention import attention_scores
+from ..i18n import N_, _
 from ..measure.saturation import softmax_jacobian
 from ._core import CheckFailure, checker, compare, register_question
 
@@ -29,13 +30,13 @@ def check_scaled_scores(fn):
     q: (..., T_q, d_head), k: (..., T_k, d_head). Chapter 7.
     """
     mistakes = {
-        "the scores are not scaled at all: divide q . k by sqrt(d_head)":
+        N_("the scores are not scaled at all: divide q . k by sqrt(d_head)"):
             lambda q, k: q @ k.transpose(-1, -2),
-        "you divided by d_head; divide by its square root, sqrt(d_head)":
+        N_("you divided by d_head; divide by its square root, sqrt(d_head)"):
             lambda q, k: q @ k.transpose(-1, -2) / q.shape[-1],
-        "you scaled by the sequence length; the variance of q . k grows with the width d_head, not with T":
+        N_("you scaled by the sequence length; the variance of q . k grows with the width d_head, not with T"):
             lambda q, k: q @ k.transpose(-1, -2) / math.sqrt(k.shape[-2]),
-        "rows should be queries and columns keys: compute q k^T, not k q^T":
+        N_("rows should be queries and columns keys: compute q k^T, not k q^T"):
             lambda q, k: k @ q.transpose(-1, -2) / math.sqrt(q.shape[-1]),
     }
     return compare(fn, lambda q, k: attention_scores(q, k), _score_cases(), "scaled_scores", mistakes,
@@ -66,21 +67,21 @@ def check_scaled_scores_sigma(fn):
     ``sigma``; the scores then have variance 1 whatever sigma and d_head. Chapter 7.
     """
     mistakes = {
-        "sigma is ignored: with components of spread sigma, Var(q_i k_i) = sigma^2 * sigma^2, so "
-        "Var(q . k) = d_head sigma^4":
+        N_("sigma is ignored: with components of spread sigma, Var(q_i k_i) = sigma^2 * sigma^2, so "
+           "Var(q . k) = d_head sigma^4"):
             _over(lambda s, d: math.sqrt(d)),
-        "you divided by sigma sqrt(d_head): each term q_i k_i has variance sigma^2 * sigma^2 = sigma^4, "
-        "so the standard deviation of q . k is sigma^2 sqrt(d_head)":
+        N_("you divided by sigma sqrt(d_head): each term q_i k_i has variance sigma^2 * sigma^2 = sigma^4, "
+           "so the standard deviation of q . k is sigma^2 sqrt(d_head)"):
             _over(lambda s, d: s * math.sqrt(d)),
-        "you divided by sigma^4 sqrt(d_head): sigma^4 is the variance of one term q_i k_i; the "
-        "standard deviation of q . k is sigma^2 sqrt(d_head)":
+        N_("you divided by sigma^4 sqrt(d_head): sigma^4 is the variance of one term q_i k_i; the "
+           "standard deviation of q . k is sigma^2 sqrt(d_head)"):
             _over(lambda s, d: s ** 4 * math.sqrt(d)),
-        "you divided by the variance d_head sigma^4; divide by the standard deviation, its square "
-        "root: sigma^2 sqrt(d_head)":
+        N_("you divided by the variance d_head sigma^4; divide by the standard deviation, its square "
+           "root: sigma^2 sqrt(d_head)"):
             _over(lambda s, d: s ** 4 * d),
-        "you divided by sigma^2 d_head; the standard deviation of q . k is sigma^2 sqrt(d_head)":
+        N_("you divided by sigma^2 d_head; the standard deviation of q . k is sigma^2 sqrt(d_head)"):
             _over(lambda s, d: s ** 2 * d),
-        "rows should be queries and columns keys: compute q k^T, not k q^T":
+        N_("rows should be queries and columns keys: compute q k^T, not k q^T"):
             lambda q, k, sigma: k @ q.transpose(-1, -2) / (sigma ** 2 * math.sqrt(q.shape[-1])),
     }
     return compare(fn, lambda q, k, sigma: attention_scores(q, k) / sigma ** 2, _sigma_cases(),
@@ -105,17 +106,17 @@ def check_softmax_jacobian(fn):
     a: (..., T), the softmax weights of one or more rows. Chapter 7.
     """
     mistakes = {
-        "the diagonal is missing: d a_i / d s_i = a_i - a_i^2, so add diag(a)":
+        N_("the diagonal is missing: d a_i / d s_i = a_i - a_i^2, so add diag(a)"):
             lambda a: -a.unsqueeze(-1) * a.unsqueeze(-2),
-        "the off-diagonal entries are missing: d a_i / d s_j = -a_i a_j for j != i":
+        N_("the off-diagonal entries are missing: d a_i / d s_j = -a_i a_j for j != i"):
             lambda a: torch.diag_embed(a * (1 - a)),
-        "the sign is flipped: it is diag(a) - a a^T":
+        N_("the sign is flipped: it is diag(a) - a a^T"):
             lambda a: a.unsqueeze(-1) * a.unsqueeze(-2) - torch.diag_embed(a),
-        "that is just diag(a): subtract the outer product a a^T":
+        N_("that is just diag(a): subtract the outer product a a^T"):
             lambda a: torch.diag_embed(a),
     }
     return compare(fn, softmax_jacobian, _jacobian_cases(), "softmax_jacobian", mistakes,
-            describe=lambda a: f"a of shape {tuple(a[0].shape)}")
+            describe=lambda a: _("a of shape {shape}").format(shape=tuple(a[0].shape)))
 
 
 def sliding_window_mask(T: int, w: int) -> torch.Tensor:
@@ -151,39 +152,39 @@ def check_sliding_window_mask(fn):
         except Exception:  # compare() below reports it, with the reader's line
             break
         if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
-            raise CheckFailure(f"sliding window mask: return a boolean tensor (True = may attend), got dtype "
-                               f"{got.dtype}. Hint: a comparison such as `j <= i` gives one.")
+            raise CheckFailure(_("sliding window mask: return a boolean tensor (True = may attend), got dtype "
+                                 "{dtype}. Hint: a comparison such as `j <= i` gives one.").format(dtype=got.dtype))
     mistakes = {
-        "your mask marks the BLOCKED positions. In this book True means 'may attend': keep "
-        "i - w < j <= i.":
+        N_("your mask marks the BLOCKED positions. In this book True means 'may attend': keep "
+           "i - w < j <= i."):
             lambda T, w: ~sliding_window_mask(T, w),
-        "your window holds w + 1 tokens: token i sees itself and the previous w - 1 tokens, so the "
-        "oldest key it may read is j = i - w + 1 (use j > i - w, not j >= i - w).":
+        N_("your window holds w + 1 tokens: token i sees itself and the previous w - 1 tokens, so the "
+           "oldest key it may read is j = i - w + 1 (use j > i - w, not j >= i - w)."):
             lambda T, w: _window(T, w + 1, w + 1, 0),
-        "your window holds only w - 1 tokens: token i sees itself AND the previous w - 1 tokens "
-        "(use j > i - w, not j > i - w + 1).":
+        N_("your window holds only w - 1 tokens: token i sees itself AND the previous w - 1 tokens "
+           "(use j > i - w, not j > i - w + 1)."):
             lambda T, w: _window(T, w - 1, w - 1, 0),
-        "your window also looks into the future: keep j <= i (causal) as well as j > i - w.":
+        N_("your window also looks into the future: keep j <= i (causal) as well as j > i - w."):
             lambda T, w: _window(T, w, w, T),
-        "that is the plain causal mask: also drop the keys older than the window (j <= i - w).":
+        N_("that is the plain causal mask: also drop the keys older than the window (j <= i - w)."):
             lambda T, w: _window(T, T, T, 0),
-        "the window runs the wrong way: token i may see keys i - w < j <= i, behind it, not in front.":
+        N_("the window runs the wrong way: token i may see keys i - w < j <= i, behind it, not in front."):
             lambda T, w: _window(T, 1, 1, w - 1),
     }
-    return compare(fn, sliding_window_mask, _WINDOW_CASES, "sliding window mask", mistakes,
+    return compare(fn, sliding_window_mask, _WINDOW_CASES, N_("sliding window mask"), mistakes,
                    describe=lambda a: f"T={a[0]}, w={a[1]}")
 
 
 register_question(
     "ch7_one_over_d",
     choices=["saturated", "near-uniform", "unchanged"],
-    hint="what is the standard deviation of q . k / d when q . k has variance d?",
+    hint=N_("what is the standard deviation of q . k / d when q . k has variance d?"),
     reveals=["ch7_over_d_max_weight", "ch7_over_d_saturated"],
 )
 
 register_question(
     "ch7_adam_unscaled",
     choices=["no better", "in between", "as good as scaled"],
-    hint="what does Adam do to a gradient that is small for every step?",
+    hint=N_("what does Adam do to a gradient that is small for every step?"),
     reveals=["ch7_acc_adam_unscaled"],
 )

@@ -7,6 +7,7 @@ import torch
 
 from . import _core
 from ..attention import attend, causal_mask
+from ..i18n import N_, _
 from ..models import GPT, TransformerConfig, TransformerBlock
 from ._ch08_mistakes import ATTENTION_MISTAKES, HEAD_MISTAKES, _filled, _merge, _split
 from ._core import CheckFailure, checker, compare, register_question
@@ -24,18 +25,18 @@ def check_causal_mask(fn):
         except Exception:  # compare() below reports it, with the reader's line
             break
         if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
-            raise CheckFailure(f"causal mask: return a boolean tensor (True = may attend), got dtype {got.dtype}. "
-                               "Hint: `.bool()` or a comparison such as `j <= i` gives one.")
-    return compare(fn, lambda t: causal_mask(t), [(t,) for t in (1, 2, 3, 5, 16)], "causal mask",
+            raise CheckFailure(_("causal mask: return a boolean tensor (True = may attend), got dtype {dtype}. "
+                                 "Hint: `.bool()` or a comparison such as `j <= i` gives one.").format(dtype=got.dtype))
+    return compare(fn, lambda t: causal_mask(t), [(t,) for t in (1, 2, 3, 5, 16)], N_("causal mask"),
             mistakes={
-                "your mask marks the BLOCKED positions (True = j > i). In this book True means "
-                "'may attend': keep j <= i, the lower triangle with its diagonal.":
+                N_("your mask marks the BLOCKED positions (True = j > i). In this book True means "
+                   "'may attend': keep j <= i, the lower triangle with its diagonal."):
                     lambda t: torch.ones(t, t).triu(1).bool(),
-                "that mask lets each token see the FUTURE (j >= i): keep the lower triangle, tril, not triu.":
+                N_("that mask lets each token see the FUTURE (j >= i): keep the lower triangle, tril, not triu."):
                     lambda t: torch.ones(t, t).triu().bool(),
-                "a token may attend to itself: the diagonal (j = i) must be True; use tril() with diagonal=0.":
+                N_("a token may attend to itself: the diagonal (j = i) must be True; use tril() with diagonal=0."):
                     lambda t: torch.ones(t, t).tril(-1).bool(),
-                "every token may see every other: nothing is masked yet.":
+                N_("every token may see every other: nothing is masked yet."):
                     lambda t: torch.ones(t, t, dtype=torch.bool),
             },
             describe=lambda args: f"T={args[0]}")
@@ -43,7 +44,8 @@ def check_causal_mask(fn):
 
 # ---------------------------------------------------------------- causal attention
 def _hint(name: str, d: str) -> str:
-    return ATTENTION_MISTAKES[name][0].format(d=d)
+    """The hint of ``ATTENTION_MISTAKES[name]`` in the reader's language, ``{d}`` filled in."""
+    return _core.tr(ATTENTION_MISTAKES[name][0]).format(d=d)
 
 
 def _canonical(q, k, v):
@@ -60,9 +62,9 @@ def _cases():
 
 def check_causal_attention(fn):
     """Check ``fn(q, k, v) -> (..., T, d_v)``: softmax(q k^T / sqrt(d)) v with the future masked out."""
-    return compare(fn, _canonical, list(_cases()), "causal attention",
-                   mistakes={_hint(name, "d"): wrong for name, (_, wrong) in ATTENTION_MISTAKES.items()},
-                   describe=lambda args: f"q, k, v of shape {tuple(args[0].shape)}")
+    return compare(fn, _canonical, list(_cases()), N_("causal attention"),
+                   mistakes={_hint(name, "d"): wrong for name, (__, wrong) in ATTENTION_MISTAKES.items()},
+                   describe=lambda args: _("q, k, v of shape {shape}").format(shape=tuple(args[0].shape)))
 
 
 # ---------------------------------------------------------------- the reader's block and GPT
@@ -96,17 +98,20 @@ def _load(cls, args, model, what, weights=None, kwargs=None):
         raise
     except TypeError as err:
         if "unexpected keyword argument 'block'" in str(err):
-            raise CheckFailure(f"{what}: {cls.__name__} takes no `block=` argument; keep the given "
-                               "__init__, `block=MyBlock` included: the check plugs the package's block "
-                               "in there, so only your forward is graded.") from None
-        raise CheckFailure(f"{what}: {cls.__name__}{args} raised TypeError: {err}") from None
+            raise CheckFailure(_("{what}: {cls} takes no `block=` argument; keep the given __init__, "
+                                 "`block=MyBlock` included: the check plugs the package's block in there, so "
+                                 "only your forward is graded.").format(what=what, cls=cls.__name__)) from None
+        raise CheckFailure(_("{what}: {call} raised {error}: {message}").format(
+            what=what, call=f"{cls.__name__}{args}", error="TypeError", message=err)) from None
     except Exception as err:
-        raise CheckFailure(f"{what}: {cls.__name__}{args} raised {type(err).__name__}: {err}") from None
+        raise CheckFailure(_("{what}: {call} raised {error}: {message}").format(
+            what=what, call=f"{cls.__name__}{args}", error=type(err).__name__, message=err)) from None
     try:
         mine.load_state_dict(reader_weights(model) if weights is None else weights)
     except RuntimeError as err:
-        raise CheckFailure(f"{what}: the package's weights do not load into yours; keep the names of "
-                           f"the given __init__ (W_Q, ..., W_in, W_out, norm_attn, norm_mlp).\n{err}") from None
+        raise CheckFailure(_("{what}: the package's weights do not load into yours; keep the names of the given "
+                             "__init__ (W_Q, ..., W_in, W_out, norm_attn, norm_mlp).").format(what=what)
+                           + f"\n{err}") from None
     return mine.eval()
 
 
@@ -137,16 +142,16 @@ def _block_mistakes():
         return _written_out(x, n, s, attention=lambda q, k, v: _filled(q, k, v, scale=x.shape[-1] ** -0.5))
 
     mistakes = {
-        "this is post-norm, x = LN(x + attn(x)); the block is pre-norm: x = x + attn(LN(x)), "
-        "then x = x + mlp(LN(x)).": lambda x, n, s: _block(x, n, s, prenorm=False)(x),
-        "the residual connections are missing: ADD each sublayer's output to its input, "
-        "x + attn(LN(x)), instead of replacing x.": lambda x, n, s: _block(x, n, s, residual=False)(x),
-        "the MLP's nonlinearity is GELU (F.gelu), not ReLU.":
+        N_("this is post-norm, x = LN(x + attn(x)); the block is pre-norm: x = x + attn(LN(x)), "
+           "then x = x + mlp(LN(x))."): lambda x, n, s: _block(x, n, s, prenorm=False)(x),
+        N_("the residual connections are missing: ADD each sublayer's output to its input, "
+           "x + attn(LN(x)), instead of replacing x."): lambda x, n, s: _block(x, n, s, residual=False)(x),
+        N_("the MLP's nonlinearity is GELU (F.gelu), not ReLU."):
             lambda x, n, s: _block(x, n, s, activation="relu")(x),
     }
     mistakes.update({_hint(name, "d_head"): written_out(attention=wrong)
-                     for name, (_, wrong) in ATTENTION_MISTAKES.items()})
-    mistakes["the scale is 1/sqrt(d_head), the width of ONE head, not 1/sqrt(d_model)."] = by_d_model
+                     for name, (__, wrong) in ATTENTION_MISTAKES.items()})
+    mistakes[N_("the scale is 1/sqrt(d_head), the width of ONE head, not 1/sqrt(d_model).")] = by_d_model
     mistakes.update({hint: written_out(split=split, merge=merge) for hint, split, merge in HEAD_MISTAKES.values()})
     return mistakes
 
@@ -158,7 +163,7 @@ def _report(cls, name, run, reference, cases, mistakes, describe):
         _core._compare(run, reference, list(cases), name, mistakes, 1e-5, 1e-4, describe, {})
     except CheckFailure as err:
         return _core._report(name, err, getattr(cls, "forward", None))
-    _core.passed(f"{name} matches the reference on every case")
+    _core.matches_everywhere(name)
     return _core.CheckResult(name, True)
 
 
@@ -175,7 +180,7 @@ def check_transformer_block(block_cls):
 
     def run(x, n_heads, seed):
         with torch.no_grad():
-            return _load(block_cls, (x.shape[-1], n_heads), _block(x, n_heads, seed), "your block")(x)
+            return _load(block_cls, (x.shape[-1], n_heads), _block(x, n_heads, seed), _("your block"))(x)
 
     def reference(x, n_heads, seed):
         with torch.no_grad():
@@ -187,9 +192,9 @@ def check_transformer_block(block_cls):
                 return wrong(x, n_heads, seed)
         return run_wrong
 
-    return _report(block_cls, "Transformer block", run, reference, _block_cases(),
+    return _report(block_cls, N_("Transformer block"), run, reference, _block_cases(),
                    {hint: mistake(wrong) for hint, wrong in _block_mistakes().items()},
-                   lambda a: f"x of shape {tuple(a[0].shape)}, n_heads={a[1]}")
+                   lambda a: _("x of shape {shape}, n_heads={n_heads}").format(shape=tuple(a[0].shape), n_heads=a[1]))
 
 
 GPT_SIZES = ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers")
@@ -232,7 +237,7 @@ def check_gpt(gpt_cls):
     def run(tokens, sizes, seed):
         with torch.no_grad():
             package = _gpt(sizes, seed)
-            mine = _load(gpt_cls, sizes, package, "your GPT", weights=package.state_dict(),
+            mine = _load(gpt_cls, sizes, package, _("your GPT"), weights=package.state_dict(),
                          kwargs={"block": reference_block})
             return mine(tokens)
 
@@ -241,25 +246,26 @@ def check_gpt(gpt_cls):
             return _gpt(sizes, seed)(tokens)
 
     mistakes = {
-        "add the position vectors: x_t = W_E[token_t] + W_pos[t].": _gpt_mistake(positions="none"),
-        "the final LayerNorm is missing: norm_final before W_U.": _gpt_mistake(final_norm=False),
+        N_("add the position vectors: x_t = W_E[token_t] + W_pos[t]."): _gpt_mistake(positions="none"),
+        N_("the final LayerNorm is missing: norm_final before W_U."): _gpt_mistake(final_norm=False),
     }
-    return _report(gpt_cls, "GPT forward", run, reference, _gpt_cases(), mistakes,
-                   lambda a: f"tokens of shape {tuple(a[0].shape)}, sizes {dict(zip(GPT_SIZES, a[1]))}")
+    return _report(gpt_cls, N_("GPT forward"), run, reference, _gpt_cases(), mistakes,
+                   lambda a: _("tokens of shape {shape}, sizes {sizes}").format(
+                       shape=tuple(a[0].shape), sizes=dict(zip(GPT_SIZES, a[1]))))
 
 
 register_question(
     "ch8_iid_floor",
     digits=1,
-    hint="what is the best guess when the next token does not depend on the past, and what "
-         "loss does it get?",
+    hint=N_("what is the best guess when the next token does not depend on the past, and what "
+            "loss does it get?"),
     reveals=["ch8_ln16", "ch8_mask_parallel", "ch8_mask_prefix"],
 )
 
 register_question(
     "ch8_residual_no_norm",
     choices=["above", "below"],
-    hint="which path lets a block's input reach the next block unchanged, and does it need "
-         "LayerNorm to exist?",
+    hint=N_("which path lets a block's input reach the next block unchanged, and does it need "
+            "LayerNorm to exist?"),
     reveals=["ch8_acc_nonorm"],
 )

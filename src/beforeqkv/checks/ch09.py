@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..i18n import N_
 from ..models.memory import slot_attention
 from ._core import compare, register_question
 
@@ -38,15 +39,15 @@ def check_ffn_as_slots(fn):
     are values), b_out: (d_out,), as stored by ``nn.Linear``. Chapter 9.
     """
     mistakes = {
-        "the slot weights are a softmax here; an MLP uses relu(k_u . x + b_u), not normalised":
+        N_("the slot weights are a softmax here; an MLP uses relu(k_u . x + b_u), not normalised"):
             lambda x, Wi, bi, Wo, bo: slot_attention(x, Wi, Wo.T, bi, normalise="softmax")[0] + bo,
-        "you left out the slot biases b_u (the threshold inside the ReLU)":
+        N_("you left out the slot biases b_u (the threshold inside the ReLU)"):
             lambda x, Wi, bi, Wo, bo: slot_attention(x, Wi, Wo.T)[0] + bo,
-        "you left out the output bias b_out":
+        N_("you left out the output bias b_out"):
             lambda x, Wi, bi, Wo, bo: slot_attention(x, Wi, Wo.T, bi)[0],
-        "the values are the *columns* of W_out (W_out has shape (d_out, m)), not its rows":
+        N_("the values are the *columns* of W_out (W_out has shape (d_out, m)), not its rows"):
             lambda x, Wi, bi, Wo, bo: slot_attention(x, Wi, Wo, bi)[0] + bo,
-        "the ReLU is missing: negative slot scores must not count":
+        N_("the ReLU is missing: negative slot scores must not count"):
             lambda x, Wi, bi, Wo, bo: (x @ Wi.T + bi) @ Wo.T + bo,
     }
     return compare(fn, _reference, _cases(), "ffn_as_slots", mistakes,
@@ -80,17 +81,17 @@ def check_swiglu_slot_weights(fn):
     ``sum_u a_u(x) v_u``. Chapter 9, exercise on the gated MLP of chapter 11.
     """
     mistakes = {
-        "the gate is silu(W_gate x), the *other* factor is linear: you swapped W_gate and W_in":
+        N_("the gate is silu(W_gate x), the *other* factor is linear: you swapped W_gate and W_in"):
             lambda x, Wg, Wi: _swiglu_weights(x, Wi, Wg),
-        "silu(z) is z * sigmoid(z), not sigmoid(z) (a sigmoid gate is the original GLU)":
+        N_("silu(z) is z * sigmoid(z), not sigmoid(z) (a sigmoid gate is the original GLU)"):
             lambda x, Wg, Wi: torch.sigmoid(x @ Wg.T) * (x @ Wi.T),
-        "the gate is a silu, not a ReLU":
+        N_("the gate is a silu, not a ReLU"):
             lambda x, Wg, Wi: F.relu(x @ Wg.T) * (x @ Wi.T),
-        "the linear factor W_in x is missing: SwiGLU multiplies the gate by it":
+        N_("the linear factor W_in x is missing: SwiGLU multiplies the gate by it"):
             lambda x, Wg, Wi: F.silu(x @ Wg.T),
-        "the silu is applied to the product; it belongs on the gate alone":
+        N_("the silu is applied to the product; it belongs on the gate alone"):
             lambda x, Wg, Wi: F.silu((x @ Wg.T) * (x @ Wi.T)),
-        "row u of W_gate and of W_in belongs to slot u: use x @ W.T, not x @ W":
+        N_("row u of W_gate and of W_in belongs to slot u: use x @ W.T, not x @ W"):
             lambda x, Wg, Wi: F.silu(x @ Wg) * (x @ Wi),
     }
     return compare(fn, _swiglu_weights, _swiglu_cases(), "swiglu_slot_weights", mistakes,
@@ -100,13 +101,13 @@ def check_swiglu_slot_weights(fn):
 register_question(
     "ch9_handwritten_3m_4c",
     digits=1,
-    hint="what does the memory output for a fact without a slot, and how often is that right?",
+    hint=N_("what does the memory output for a fact without a slot, and how often is that right?"),
     reveals=["ch9_hand_3m_4c"],
 )
 
 register_question(
     "ch9_wider_keys",
     choices=["lower", "about the same", "higher"],
-    hint="count the numbers each slot has to store facts with.",
+    hint=N_("count the numbers each slot has to store facts with."),
     reveals=["ch9_wide_32", "ch9_wide_64"],
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..i18n import N_, _
 from ._ch10_minilm import check_minilm_block, check_minilm_encoder  # noqa: F401
 from ._core import compare, register_question
 
@@ -37,19 +38,20 @@ def check_mean_pool(fn):
     mask: (B, T) bool, True = a real token (every row has at least one). Chapter 10.
     """
     mistakes = {
-        "you averaged over every position, padding included: leave the pads out of the sum and the count":
+        N_("you averaged over every position, padding included: leave the pads out of the sum and the count"):
             lambda h, m: h.mean(1),
-        "you divided by the padded length T; divide by the number of real tokens in each row":
+        N_("you divided by the padded length T; divide by the number of real tokens in each row"):
             lambda h, m: (h * m.unsqueeze(-1)).sum(1) / h.shape[1],
-        "you summed the real tokens but did not divide by how many there are":
+        N_("you summed the real tokens but did not divide by how many there are"):
             lambda h, m: (h * m.unsqueeze(-1)).sum(1),
-        "the mask is the wrong way round: True marks the real tokens, False the padding":
+        N_("the mask is the wrong way round: True marks the real tokens, False the padding"):
             lambda h, m: (h * (~m).unsqueeze(-1)).sum(1) / (~m).sum(1, keepdim=True),
-        "mean pooling alone does not normalise: encode() divides by the norm afterwards":
+        N_("mean pooling alone does not normalise: encode() divides by the norm afterwards"):
             lambda h, m: F.normalize(_mean_pool(h, m), dim=-1),
     }
     return compare(fn, _mean_pool, _pool_cases(), "mean_pool", mistakes,
-            describe=lambda a: f"h {tuple(a[0].shape)}, real tokens per row {a[1].sum(1).tolist()}")
+            describe=lambda a: _("h {shape}, real tokens per row {counts}").format(
+                shape=tuple(a[0].shape), counts=a[1].sum(1).tolist()))
 
 
 def _post_norm(x, fx, weight, bias, eps):
@@ -85,16 +87,16 @@ def check_post_norm(fn):
         return (z - mu) / scale * w + b
 
     mistakes = {
-        "that normalises only the sublayer's output, x + LN(f(x)); post-norm (BERT) normalises "
-        "the sum: LN(x + f(x))":
+        N_("that normalises only the sublayer's output, x + LN(f(x)); post-norm (BERT) normalises "
+           "the sum: LN(x + f(x))"):
             lambda x, fx, w, b, e: x + layer_norm(fx, w, b, e),
-        "the residual is missing: normalise x + f(x), not f(x) alone":
+        N_("the residual is missing: normalise x + f(x), not f(x) alone"):
             lambda x, fx, w, b, e: layer_norm(fx, w, b, e),
-        "LayerNorm divides by the biased standard deviation (divide by d, not d - 1)":
+        N_("LayerNorm divides by the biased standard deviation (divide by d, not d - 1)"):
             lambda x, fx, w, b, e: layer_norm(x + fx, w, b, e, unbiased=True),
-        "eps goes inside the square root: (z - mean) / sqrt(var + eps)":
+        N_("eps goes inside the square root: (z - mean) / sqrt(var + eps)"):
             lambda x, fx, w, b, e: layer_norm(x + fx, w, b, e, eps_outside=True),
-        "the LayerNorm's learned gain (weight) and shift (bias) are missing":
+        N_("the LayerNorm's learned gain (weight) and shift (bias) are missing"):
             lambda x, fx, w, b, e: layer_norm(x + fx, torch.ones_like(w), torch.zeros_like(b), e),
     }
     return compare(fn, _post_norm, _norm_cases(), "post_norm", mistakes,
@@ -104,14 +106,14 @@ def check_post_norm(fn):
 register_question(
     "ch10_token_type",
     choices=["less than 0.01", "between 0.01 and 0.1", "more than 0.1"],
-    hint="the row is added to every token's embedding, and every layer was trained on inputs "
-         "that contain it; does the LayerNorm after the embeddings remove a vector's direction?",
+    hint=N_("the row is added to every token's embedding, and every layer was trained on inputs "
+            "that contain it; does the LayerNorm after the embeddings remove a vector's direction?"),
     reveals=["ch10_type_change"],
 )
 register_question(
     "ch10_qk_symmetry",
     choices=["close to symmetric", "close to random", "close to antisymmetric"],
-    hint="does a relation like 'it' -> 'animal', or 'the token before me', read the same both "
-         "ways? Chapter 5: a symmetric A scores i -> j and j -> i alike.",
+    hint=N_("does a relation like 'it' -> 'animal', or 'the token before me', read the same both "
+            "ways? Chapter 5: a symmetric A scores i -> j and j -> i alike."),
     reveals=["ch10_in_band", "ch10_r_min", "ch10_r_median"],
 )

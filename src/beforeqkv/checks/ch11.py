@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..attention import apply_rotary, rotary_tables
+from ..i18n import N_, _
 from ._core import compare, register_question
 from ._ch11_llama import LAST_RUN, check_llama, check_smollm2, llama_config, llama_weights  # noqa: F401
 
@@ -33,16 +34,16 @@ def check_rmsnorm(fn):
         (torch.randn(1, 1, generator=g), torch.full((1,), 2.0), 1e-6),  # d = 1
     ]
     mistakes = {
-        "that is LayerNorm: RMSNorm does not subtract the mean":
+        N_("that is LayerNorm: RMSNorm does not subtract the mean"):
             lambda x, w, e: (x - x.mean(-1, keepdim=True)) * ((x - x.mean(-1, keepdim=True)).pow(2).mean(
                 -1, keepdim=True) + e).rsqrt() * w,
-        "divide by the *root* of the mean square, sqrt(mean(x^2) + eps)":
+        N_("divide by the *root* of the mean square, sqrt(mean(x^2) + eps)"):
             lambda x, w, e: x / (x.pow(2).mean(-1, keepdim=True) + e) * w,
-        "multiply by the learned gain `weight` at the end":
+        N_("multiply by the learned gain `weight` at the end"):
             lambda x, w, e: _rmsnorm(x, torch.ones_like(w), e),
-        "eps goes inside the square root, added to mean(x^2) (it matters when x is tiny)":
+        N_("eps goes inside the square root, added to mean(x^2) (it matters when x is tiny)"):
             lambda x, w, e: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + e) * w,
-        "the mean is over the last axis (the features of one position), not over the whole tensor":
+        N_("the mean is over the last axis (the features of one position), not over the whole tensor"):
             lambda x, w, e: x * (x.pow(2).mean() + e).rsqrt() * w,
     }
     return compare(fn, _rmsnorm, cases, "rmsnorm", mistakes,
@@ -78,13 +79,13 @@ def check_rotary(fn):
     cases = [(torch.randn(6, 8, generator=g), 10000.0), (torch.randn(2, 3, 5, 4, generator=g), 100.0),
              (torch.randn(1, 2, generator=g), 10000.0), (torch.randn(9, 64, generator=g), 100000.0)]
     mistakes = {
-        "pair coordinate c with coordinate c + d_head/2 (rotate-half), not with its neighbour c + 1":
+        N_("pair coordinate c with coordinate c + d_head/2 (rotate-half), not with its neighbour c + 1"):
             lambda q, b: _rotary_wrong(q, b, pairs=True),
-        "the rotation turns the wrong way: (a, b) -> (a cos - b sin, a sin + b cos)":
+        N_("the rotation turns the wrong way: (a, b) -> (a cos - b sin, a sin + b cos)"):
             lambda q, b: _rotary_wrong(q, b, sign=-1.0),
-        "positions start at 0: the first token is not rotated at all":
+        N_("positions start at 0: the first token is not rotated at all"):
             lambda q, b: _rotary_wrong(q, b, start=1),
-        "the frequencies are base^(-2c/d_head) for c = 0 .. d_head/2 - 1":
+        N_("the frequencies are base^(-2c/d_head) for c = 0 .. d_head/2 - 1"):
             lambda q, b: _rotary_wrong(q, b, step=1),
     }
     return compare(fn, _rotary, cases, "rotary", mistakes, atol=1e-4,
@@ -126,26 +127,26 @@ def check_q4_1_block(fn):
     ``x_j = d q_j + m`` with the low nibbles as elements 0-15, the high ones 16-31.
     """
     mistakes = {
-        "the low nibbles are elements 0-15 and the high nibbles 16-31, not the other way round":
+        N_("the low nibbles are elements 0-15 and the high nibbles 16-31, not the other way round"):
             lambda b: _q4_1_wrong(b, order="hilo"),
-        "the nibbles are not interleaved: all 16 low nibbles come first, then the 16 high ones":
+        N_("the nibbles are not interleaved: all 16 low nibbles come first, then the 16 high ones"):
             lambda b: _q4_1_wrong(b, order="interleaved"),
-        "Q4_1 adds the block minimum m: x = d q + m":
+        N_("Q4_1 adds the block minimum m: x = d q + m"):
             lambda b: _q4_1_wrong(b, with_m=False),
-        "Q4_1 has no zero point of 8 (that is Q4_0): q is used as stored, 0..15, then + m":
+        N_("Q4_1 has no zero point of 8 (that is Q4_0): q is used as stored, 0..15, then + m"):
             lambda b: _q4_1_wrong(b, zero=8),
-        "the scale d comes first in the block, then the minimum m":
+        N_("the scale d comes first in the block, then the minimum m"):
             lambda b: _q4_1_wrong(b, swap=True),
     }
     return compare(fn, _q4_1, _blocks(), "q4_1_block", mistakes, atol=1e-6,
-            describe=lambda a: f"block {a[0][:4].view(torch.float16).tolist()} (d, m)")
+            describe=lambda a: _("block {values} (d, m)").format(values=a[0][:4].view(torch.float16).tolist()))
 
 
 register_question(
     "ch11_cache_vs_weights",
     choices=["none", "multi-head only", "multi-head and grouped-query", "all three"],
-    hint="per token and layer the cache holds one key and one value of d_head numbers for each "
-         "key/value head; multiply by the 30 layers and 8,192 tokens, and compare with 4 bytes "
-         "per parameter.",
+    hint=N_("per token and layer the cache holds one key and one value of d_head numbers for each "
+            "key/value head; multiply by the 30 layers and 8,192 tokens, and compare with 4 bytes "
+            "per parameter."),
     reveals=["ch11_ctx_mha_mib", "ch11_ctx_gqa_mib", "ch11_ctx_mqa_mib"],
 )

@@ -25,6 +25,8 @@ import io
 import sys
 from pathlib import Path
 
+from ..i18n import _
+
 __all__ = ["verify"]
 
 _HERE = Path(__file__).resolve().parent
@@ -72,7 +74,8 @@ def verify(check: str, *args, **kwargs) -> bool:
         except AssertionError as err:  # the fresh CheckFailure, or an assert in a checker
             raise AssertionError(str(err)) from None
         if not result:
-            raise AssertionError(f"{check} did not pass: {getattr(result, 'message', '') or result!r}")
+            raise AssertionError(_("{check} did not pass: {message}").format(
+                check=check, message=getattr(result, "message", "") or repr(result)))
         return True
     finally:
         _forget()
