@@ -61,8 +61,8 @@ def answer_markers():
     only after a right answer), and a check's "right." line."""
     import json
     key = json.loads((ROOT / "instructor" / "answers.json").read_text(encoding="utf-8"))
-    markers = {entry["explanation"][:48] for entry in key.values()}
-    markers |= {f"{name}: right." for name in key}
+    markers = {entry[field][:48] for entry in key.values() for field in ("explanation", "explanation_zh_CN")}
+    markers |= {f"{name}: right." for name in key} | {f"{name}：正确。" for name in key}
     for path in CHAPTERS:
         for cell in read(path).cells:
             if cell.cell_type == "code" and "check_prediction" in cell.source:

@@ -201,3 +201,29 @@ def test_the_language_changes_the_words_of_a_check_and_never_its_verdict(speak, 
     zh_lines = [line for line in words["zh_CN"].splitlines() if line.startswith(("\u2713", "\u2717"))]
     assert len(zh_lines) == len(cases) and all(CJK.search(line) for line in zh_lines), zh_lines
     assert "Hint" not in words["zh_CN"] and "wrong values" not in words["zh_CN"]
+
+
+def test_a_right_prediction_is_explained_in_chinese_from_its_own_sealed_box(monkeypatch, capsys):
+    """Every question has a Chinese explanation, sealed under the answer in a box of its own
+    (its own key stream); English stays the English one."""
+    import json
+
+    from beforeqkv import checks
+    from beforeqkv.checks import _core, _seal
+    from beforeqkv.checks._sealed import SEALED
+    key = json.loads((ROOT / "instructor" / "answers.json").read_text(encoding="utf-8"))
+    monkeypatch.setattr(_core, "_CONFIGURED", "strict")
+    assert set(SEALED) == set(key) and all("box_zh_CN" in SEALED[q] for q in key)
+    for name, entry in key.items():
+        for lang, field in (("zh_CN", "explanation_zh_CN"), ("en", "explanation")):
+            monkeypatch.setattr(i18n, "_CHOSEN", lang)
+            capsys.readouterr()
+            assert checks.check_prediction(name, entry["answer"])
+            out = capsys.readouterr().out
+            assert entry[field] in out, (name, lang)
+            assert bool(re.search(r"[\u4e00-\u9fff]", entry[field])) == (lang == "zh_CN"), name
+    q = "ch1_lstm_state_size"
+    canon = _core.canonical(key[q]["answer"], _core.QUESTIONS[q]["choices"], _core.QUESTIONS[q]["digits"])
+    assert _seal.unseal(q, canon, SEALED[q]["box_zh_CN"], "box_zh_CN") == key[q]["explanation_zh_CN"]
+    with pytest.raises(UnicodeDecodeError):  # the Chinese box under the English box's key stream
+        _seal.unseal(q, canon, SEALED[q]["box_zh_CN"], "box")

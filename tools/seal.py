@@ -3,7 +3,8 @@
     python tools/seal.py            # write _sealed.py from instructor/answers.json
     python tools/seal.py --check    # exit 1 when _sealed.py is out of date
 
-The instructor's key (``instructor/answers.json``: question -> answer, explanation) is
+The instructor's key (``instructor/answers.json``: question -> answer, explanation, and
+explanation_zh_CN for the Chinese edition) is
 not shipped with the package. For each question the package gets only a slow salted
 hash of the answer's canonical form and the explanation encrypted under it (see
 ``beforeqkv.checks._seal``), so a right answer is recognised and explained, and no
@@ -18,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ROOT / "instructor" / "answers.json"
 OUT = ROOT / "src" / "beforeqkv" / "checks" / "_sealed.py"
+TRANSLATED = ("zh_CN",)  # every entry of the key has explanation_<lang> for these
 
 
 def answers() -> dict:
@@ -39,7 +41,13 @@ def render() -> str:
         if canon is None:
             raise SystemExit(f"{name}: the key's answer {entry['answer']!r} is not one of its choices")
         lines.append(f'    "{name}": {{"check": "{_seal.digest(name, canon)}",')
-        lines.append(f'        "box": "{_seal.seal(name, canon, entry["explanation"])}"}},')
+        lines.append(f'        "box": "{_seal.seal(name, canon, entry["explanation"])}",')
+        for lang in TRANSLATED:  # the explanation a Chinese reader gets (BEFOREQKV_LANG=zh_CN)
+            if f"explanation_{lang}" not in entry:
+                raise SystemExit(f"{name}: no explanation_{lang} in the key")
+            box = f"box_{lang}"
+            lines.append(f'        "{box}": "{_seal.seal(name, canon, entry[f"explanation_{lang}"], box)}",')
+        lines.append("    },")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

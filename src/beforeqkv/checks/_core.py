@@ -492,4 +492,5 @@ def _check_prediction(key, q, prediction) -> str:
                                      key=key, hint=tr(q["hint"])))
         raise CheckFailure(_("{key}: not what the experiment shows. Think again and run this cell with a new answer; "
                              "the experiment that follows measures it.").format(key=key))
-    return _seal.unseal(key, canon, sealed["box"])
+    box = f"box_{i18n.language()}"  # the explanation in the language in force, else English
+    return _seal.unseal(key, canon, sealed[box], box) if box in sealed else _seal.unseal(key, canon, sealed["box"])

@@ -42,15 +42,16 @@ def _stream(key: bytes, n: int) -> bytes:
     return out[:n]
 
 
-def seal(question: str, canon: str, text: str) -> str:
-    """``text`` encrypted under the canonical answer (base64)."""
+def seal(question: str, canon: str, text: str, box: str = "box") -> str:
+    """``text`` encrypted under the canonical answer (base64). Each ``box`` ("box" for the
+    English explanation, "box_zh_CN" for the Chinese one) has its own key stream."""
     data = text.encode("utf-8")
-    key = _key(question, canon, "box")
+    key = _key(question, canon, box)
     return base64.b64encode(bytes(a ^ b for a, b in zip(data, _stream(key, len(data))))).decode()
 
 
-def unseal(question: str, canon: str, box: str) -> str:
-    """The text sealed by :func:`seal`; garbage (or an error) under a wrong answer."""
-    data = base64.b64decode(box)
-    key = _key(question, canon, "box")
+def unseal(question: str, canon: str, sealed: str, box: str = "box") -> str:
+    """The text sealed by :func:`seal` in ``box``; garbage (or an error) under a wrong answer."""
+    data = base64.b64decode(sealed)
+    key = _key(question, canon, box)
     return bytes(a ^ b for a, b in zip(data, _stream(key, len(data)))).decode("utf-8")
