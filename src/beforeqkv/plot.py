@@ -68,14 +68,21 @@ def cjk_font() -> str | None:
         names = {f.name for f in font_manager.fontManager.ttflist}
         return next((name for name in CJK_FONTS if name in names), None)
 
-    found = installed()
-    if found is None:
-        files = _mplfonts_files()
+    def add(files):
         for f in files:
             try:
                 font_manager.fontManager.addfont(str(f))
             except (OSError, RuntimeError, ValueError):  # a file matplotlib cannot read
                 continue
+
+    found = installed()
+    if found is None:  # matplotlib's font cache predates the font (installed later): look again
+        known = {f.fname for f in font_manager.fontManager.ttflist}
+        add(f for f in font_manager.findSystemFonts() if f not in known)
+        found = installed()
+    if found is None:
+        files = _mplfonts_files()
+        add(files)
         found = installed()
         if found is None and files:  # any CJK family the package brought
             names = {f.name for f in font_manager.fontManager.ttflist if Path(f.fname) in set(files)}

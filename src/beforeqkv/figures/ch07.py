@@ -37,12 +37,12 @@ def scale_figure(d_heads=(16, 256, 1024), seed=0):
         ax.set_yticks([])
         ax.tick_params(labelsize=MIN_FONT)
         if scaled:
-            ax.set_title(_("scaled: $q \\cdot k / \\sqrt{d_\\mathrm{head}}$,\nspread 1 for every width"),
-                         fontsize=FONT)
+            ax.set_title(_("scaled: {score},\nspread 1 for every width").format(
+                score="$q \\cdot k / \\sqrt{d_\\mathrm{head}}$"), fontsize=FONT)
             ax.set_xlabel(_("score"), fontsize=FONT)
         else:
-            ax.set_title(_("unscaled: $q \\cdot k$, spread $\\sqrt{d_\\mathrm{head}}$"),
-                         fontsize=FONT)
+            ax.set_title(_("unscaled: {score}, spread {spread}").format(
+                score="$q \\cdot k$", spread="$\\sqrt{d_\\mathrm{head}}$"), fontsize=FONT)
             ax.set_xlabel(_("score"), fontsize=FONT)
             ax.legend(fontsize=MIN_FONT, frameon=False, loc="upper left")
     z = np.random.default_rng(seed).normal(size=8)      # one query against 8 keys, spread 1

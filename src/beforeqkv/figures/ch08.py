@@ -18,6 +18,7 @@ from .common import (
     _box,
     _canvas,
     _done,
+    tr_math,
 )
 
 __all__ = ["block_figure", "BLOCK_PARTS", "mask_figure", "residual_loss_figure", "spread_figure",
@@ -27,7 +28,7 @@ __all__ = ["block_figure", "BLOCK_PARTS", "mask_figure", "residual_loss_figure",
 # The words are marked with N_() for the catalog and translated where drawn (i18n._).
 BLOCK_PARTS = [  # (y, text, colour, chapters) from bottom to top
     (0.5, N_("token ids"), GREY, ""),
-    (1.5, "$W_E$[token] + $W_\\mathrm{pos}$[t]", GREY, N_("ch. 4, 8")),
+    (1.5, N_("$W_E$[token] + $W_\\mathrm{pos}$[t]"), GREY, N_("ch. 4, 8")),
     (2.7, "LayerNorm", ORANGE, N_("ch. 8")),
     (3.9, N_("causal multi-head attention"), BLUE, N_("ch. 3-8")),
     (5.4, "LayerNorm", ORANGE, N_("ch. 8")),
@@ -37,7 +38,7 @@ BLOCK_PARTS = [  # (y, text, colour, chapters) from bottom to top
 ]
 ATTENTION_NOTES = [N_("all-to-all mixing: ch. 3"), N_("weights from content: ch. 4"),
                    N_("queries, keys: ch. 5"), N_("values, heads, $W_O$: ch. 6"),
-                   N_("$1/\\sqrt{d_\\mathrm{head}}$: ch. 7"), N_("causal mask: ch. 8")]
+                   "$1/\\sqrt{d_\\mathrm{head}}$: ch. 7", N_("causal mask: ch. 8")]   # tr_math
 
 
 def block_figure():
@@ -64,7 +65,7 @@ def block_figure():
     _arrow(ax, (rx, 7.7), (xc - 1.8, 8.1), color=RED)
     _arrow(ax, (xc, 8.41), (xc, 8.79))
     for k, note in enumerate(ATTENTION_NOTES):
-        ax.text(5.65, 4.55 - 0.35 * k, i18n._(note), fontsize=MIN_FONT, va="center", color=BLUE)
+        ax.text(5.65, 4.55 - 0.35 * k, tr_math(note), fontsize=MIN_FONT, va="center", color=BLUE)
     ax.set_title(_("A pre-norm decoder block and the chapters behind each part"), fontsize=12)
     return _done(fig, "block_figure")
 

@@ -28,7 +28,7 @@ def attention_head(weights: torch.Tensor, tokens: Sequence[str], title: str = ""
     if not title and layer is not None and head is not None:
         title = _("layer {layer}, head {head}").format(layer=layer, head=head)
         if ratio is not None:
-            title += f" (ρ = {ratio:.2f})"
+            title += f" (ρ = {float(ratio):.2f})"
     fig = plot.heatmap(weights, xlabels=list(tokens), ylabels=list(tokens), vmin=0, vmax=1, cmap="Blues",
                        xlabel=_("key (read from)"), ylabel=_("query (reads)"), title=title, ax=ax,
                        figsize=(5.2, 4.4))

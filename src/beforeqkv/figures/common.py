@@ -38,12 +38,30 @@ ARGUMENT = [
     (6, "Values and heads", N_("a weight matrix per pair is unwieldy"),
      N_("shared low-rank maps: values, heads, $W_O$")),
     (7, "The 1/√d scale", N_("wide heads saturate the softmax"),
-     N_("divide the scores by $\\sqrt{d_\\mathrm{head}}$")),
+     "divide the scores by $\\sqrt{d_\\mathrm{head}}$"),   # translated as "... by {m0}" (tr_math)
     (8, "The autoregressive Transformer", N_("a model that peeks at the future"),
      N_("causal mask, positions, residual blocks, a GPT")),
     (9, "The MLP as memory", N_("where do facts live?"),
      N_("the feed-forward block is a key-value store")),
 ]
+
+# Messages whose maths has nested braces ($\\sqrt{d_\\mathrm{head}}$) go to the catalog with
+# the maths replaced by {m0}, {m1}, ... (the catalog's {fields} check cannot parse them).
+_MATH_TEMPLATES = [N_("divide the scores by {m0}"), N_("{m0}: ch. 7")]
+
+
+def tr_math(text):
+    """``text`` in the language in force: the message itself if the catalog has it, else
+    its template with each ``$maths$`` as {m0}, {m1}, ... (the maths is put back as is)."""
+    done = i18n._(text)
+    maths = re.findall(r"\$[^$]*\$", text)
+    if done != text or not maths:
+        return done
+    template = text
+    for k, m in enumerate(maths):
+        template = template.replace(m, "{m%d}" % k, 1)
+    return i18n._(template).format(**{f"m{k}": m for k, m in enumerate(maths)})
+
 
 def _plain(text):
     """Maths of ARGUMENT in words, for alt text."""
@@ -168,8 +186,8 @@ def argument_map():
     for k, (n, _title, pressure, fix) in enumerate(ARGUMENT):
         y = len(ARGUMENT) - k
         ax.text(0.15, y, f"{n}", fontsize=14, fontweight="bold", va="center")
-        _box(ax, 3.0, y, _wrap(i18n._(pressure)), w=4.6, h=0.74, color=RED, fs=MIN_FONT)
-        _box(ax, 7.75, y, _wrap(i18n._(fix)), w=4.3, h=0.74,
+        _box(ax, 3.0, y, _wrap(tr_math(pressure)), w=4.6, h=0.74, color=RED, fs=MIN_FONT)
+        _box(ax, 7.75, y, _wrap(tr_math(fix)), w=4.3, h=0.74,
              color=GREEN, fs=MIN_FONT)
         _arrow(ax, (5.32, y), (5.58, y), color="#444444")
         if k + 1 < len(ARGUMENT):
