@@ -2,6 +2,7 @@
 come from the package catalog and are drawn with a CJK font, no glyph missing; in English
 the same figures carry no Chinese and the fonts are left as they were."""
 import inspect
+import logging
 import re
 import warnings
 
@@ -143,14 +144,30 @@ def words(text):
     return [w for w in WORD.findall(re.sub(r"\$[^$]*\$", " ", text)) if w not in KEPT]
 
 
+class _Log(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
 def draw(name, lang):
+    """The figure drawn in ``lang``, and the glyphs missing while drawing it: the text
+    renderer warns ("Glyph ... missing from font(s)"), mathtext logs ("does not have a glyph")."""
     i18n.set_language(lang)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fig = CASES[name]()
-        FigureCanvasAgg(fig).draw()
+    log = _Log()
+    logging.getLogger("matplotlib").addHandler(log)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig = CASES[name]()
+            FigureCanvasAgg(fig).draw()
+    finally:
+        logging.getLogger("matplotlib").removeHandler(log)
     missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
-    return fig, missing
+    return fig, missing + [m for m in log.messages if "does not have a glyph" in m]
 
 
 def test_every_figure_function_of_the_package_is_drawn_here():
@@ -214,7 +231,7 @@ def test_english_leaves_the_fonts_as_they_are():
         assert list(matplotlib.rcParams["font.family"]) == before
 
 
-def test_chinese_adds_a_cjk_font_after_the_usual_one_and_english_puts_it_back():
+def test_chinese_puts_a_cjk_font_before_the_usual_one_and_english_puts_it_back():
     font = plot.cjk_font()
     if font is None:
         pytest.skip("no CJK font installed (apt install fonts-noto-cjk)")
@@ -223,9 +240,9 @@ def test_chinese_adds_a_cjk_font_after_the_usual_one_and_english_puts_it_back():
         before = list(matplotlib.rcParams["font.family"])
         i18n.set_language("zh_CN")
         assert plot.use_language_font() == font
-        assert list(matplotlib.rcParams["font.family"]) == before + [font]
+        assert list(matplotlib.rcParams["font.family"]) == [font] + before
         plot.use_language_font()  # twice: added once
-        assert list(matplotlib.rcParams["font.family"]) == before + [font]
+        assert list(matplotlib.rcParams["font.family"]) == [font] + before
         i18n.set_language("en")
         assert plot.use_language_font() is None
         assert list(matplotlib.rcParams["font.family"]) == before

@@ -33,8 +33,8 @@ __all__ = [
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
-# Fonts with the Chinese characters, best first: the one found is added after the usual
-# sans-serif, so matplotlib (>= 3.6) takes each glyph the Latin font lacks from it.
+# Fonts with the Chinese characters, best first: the one found goes in front of the usual
+# sans-serif, which supplies each glyph it lacks (see use_language_font).
 CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
              "Microsoft YaHei", "PingFang SC", "SimHei")
 NO_CJK_FONT = ("beforeqkv: BEFOREQKV_LANG=zh_CN but no Chinese font for matplotlib was found "
@@ -94,10 +94,13 @@ def cjk_font() -> str | None:
 def use_language_font() -> str | None:
     """Fonts for the language in force (:func:`beforeqkv.i18n.language`).
 
-    Chinese: ``font.family`` becomes the usual sans-serif followed by a CJK font, so Latin
-    letters look as in English and each Chinese character falls back to the CJK font;
-    without one, a warning (once) says how to install one. English: the fonts are left as
-    they are (or put back, after Chinese in the same process). Returns the CJK font used.
+    Chinese: ``font.family`` becomes a CJK font followed by the usual sans-serif, and each
+    glyph the CJK font lacks falls back to the sans-serif (matplotlib >= 3.6). The CJK font
+    comes first because the words around ``$maths$`` in a label are drawn by mathtext, which
+    takes the first font of the list only and falls back to none; the maths itself keeps
+    ``mathtext.fontset``, as in English. Without a CJK font, a warning (once) says how to
+    install one. English: the fonts are left as they are (or put back, after Chinese in the
+    same process). Returns the CJK font used.
     """
     rc = matplotlib.rcParams
     if language() != "zh_CN":
@@ -112,10 +115,10 @@ def use_language_font() -> str | None:
             warnings.warn(NO_CJK_FONT.format(fonts=", ".join(CJK_FONTS)), UserWarning, stacklevel=2)
         return None
     family = list(rc["font.family"])
-    if font not in family:
+    if family[:1] != [font]:
         if _FONT_STATE["saved_family"] is None:
             _FONT_STATE["saved_family"] = family
-        rc["font.family"] = family + [font]
+        rc["font.family"] = [font] + [f for f in family if f != font]
     return font
 
 

@@ -218,15 +218,19 @@ _NO_LINE_START = set("，。；：、！？）》”")
 
 def _wrap_cjk(text, width):
     def cols(piece):
+        if piece.startswith("$"):  # about as wide as drawn: a command one column, no braces
+            return len(re.sub(r"\\[a-z]{2,}", "x", re.sub(r"\\(mathrm|operatorname)|[${}^_]", "", piece)))
         return sum(2 if _CJK.match(c) else 1 for c in piece)
 
     # pieces: a $maths$ span, a run of Latin letters/digits, or one other character
     pieces = re.findall(r"\$[^$]*\$|[A-Za-z0-9_.'/√-]+|.", text)
-    lines, line = [], ""
+    lines, line, used = [], "", 0
     for piece in pieces:
-        if line and cols(line) + cols(piece) > width and piece not in _NO_LINE_START:
+        if line and used + cols(piece) > width and piece not in _NO_LINE_START:
             lines.append(line.rstrip())
             line = piece.lstrip()
+            used = cols(line)
         else:
             line += piece
+            used += cols(piece)
     return "\n".join(lines + [line.rstrip()])
