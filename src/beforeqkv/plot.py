@@ -7,11 +7,15 @@ exactly once: when the cell returns it.
 from __future__ import annotations
 
 import io
+import warnings
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+
+from .i18n import _, language
 
 __all__ = [
     "use_book_style",
@@ -22,9 +26,100 @@ __all__ = [
     "COLORS",
     "new_figure",
     "enable_notebook_display",
+    "use_language_font",
+    "cjk_font",
+    "CJK_FONTS",
 ]
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+
+# Fonts with the Chinese characters, best first: the one found goes in front of the usual
+# sans-serif, which supplies each glyph it lacks (see use_language_font).
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
+             "Microsoft YaHei", "PingFang SC", "SimHei")
+NO_CJK_FONT = ("beforeqkv: BEFOREQKV_LANG=zh_CN but no Chinese font for matplotlib was found "
+               "(looked for {fonts}); figure labels will show empty boxes. Fix: "
+               "`apt install fonts-noto-cjk` (then restart the kernel) or `pip install mplfonts`.")
+_FONT_STATE = {"searched": False, "font": None, "warned": False, "saved_family": None}
+
+
+def _mplfonts_files() -> list:
+    """Font files shipped by the optional ``mplfonts`` package (never a dependency)."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("mplfonts")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    root = Path(list(spec.submodule_search_locations)[0])
+    return sorted(f for ext in ("*.otf", "*.ttf", "*.ttc") for f in root.rglob(ext))
+
+
+def cjk_font() -> str | None:
+    """The name of the first installed font of :data:`CJK_FONTS` (``mplfonts``'s fonts
+    count when that package is installed), or None. Searched once per process."""
+    if _FONT_STATE["searched"]:
+        return _FONT_STATE["font"]
+    from matplotlib import font_manager
+
+    def installed():
+        names = {f.name for f in font_manager.fontManager.ttflist}
+        return next((name for name in CJK_FONTS if name in names), None)
+
+    def add(files):
+        for f in files:
+            try:
+                font_manager.fontManager.addfont(str(f))
+            except (OSError, RuntimeError, ValueError):  # a file matplotlib cannot read
+                continue
+
+    found = installed()
+    if found is None:  # matplotlib's font cache predates the font (installed later): look again
+        known = {f.fname for f in font_manager.fontManager.ttflist}
+        add(f for f in font_manager.findSystemFonts() if f not in known)
+        found = installed()
+    if found is None:
+        files = _mplfonts_files()
+        add(files)
+        found = installed()
+        if found is None and files:  # any CJK family the package brought
+            names = {f.name for f in font_manager.fontManager.ttflist if Path(f.fname) in set(files)}
+            found = next((n for n in sorted(names) if "CJK" in n and "Mono" not in n), None)
+    _FONT_STATE.update(searched=True, font=found)
+    return found
+
+
+def use_language_font() -> str | None:
+    """Fonts for the language in force (:func:`beforeqkv.i18n.language`).
+
+    Chinese: ``font.family`` becomes a CJK font followed by the usual sans-serif, and each
+    glyph the CJK font lacks falls back to the sans-serif (matplotlib >= 3.6). The CJK font
+    comes first because the words around ``$maths$`` in a label are drawn by mathtext, which
+    takes the first font of the list only and falls back to none; the maths itself keeps
+    ``mathtext.fontset``, as in English. Without a CJK font, a warning (once) says how to
+    install one. English: the fonts are left as they are (or put back, after Chinese in the
+    same process). Returns the CJK font used.
+    """
+    rc = matplotlib.rcParams
+    if language() != "zh_CN":
+        if _FONT_STATE["saved_family"] is not None:
+            rc["font.family"] = _FONT_STATE["saved_family"]
+            _FONT_STATE["saved_family"] = None
+        return None
+    font = cjk_font()
+    if font is None:
+        if not _FONT_STATE["warned"]:
+            _FONT_STATE["warned"] = True
+            warnings.warn(NO_CJK_FONT.format(fonts=", ".join(CJK_FONTS)), UserWarning, stacklevel=2)
+        return None
+    family = list(rc["font.family"])
+    if family[:1] != [font]:
+        if _FONT_STATE["saved_family"] is None:
+            _FONT_STATE["saved_family"] = family
+        rc["font.family"] = [font] + [f for f in family if f != font]
+    return font
 
 
 def enable_notebook_display() -> bool:
@@ -67,10 +162,15 @@ def use_book_style() -> None:
         "legend.frameon": False,
         "figure.constrained_layout.use": True,
     })
+    use_language_font()
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
-    """A fresh (fig, axes) pair outside pyplot's global state (shown once when returned)."""
+    """A fresh (fig, axes) pair outside pyplot's global state (shown once when returned).
+
+    Its words use the fonts of the language in force (:func:`use_language_font`), also
+    when the language was changed after :func:`use_book_style`."""
+    use_language_font()
     fig = Figure(figsize=figsize or matplotlib.rcParams["figure.figsize"])
     axes = fig.subplots(nrows, ncols, **kwargs)
     return fig, axes
@@ -98,7 +198,7 @@ def lines(x: Sequence, ys: Mapping[str, Sequence], xlabel: str = "", ylabel: str
     for label, y in ys.items():
         ax.plot(x, y, marker="o" if markers else None, ms=4, label=label)
     if chance is not None:
-        ax.axhline(chance, color="gray", ls="--", lw=1, label="chance")
+        ax.axhline(chance, color="gray", ls="--", lw=1, label=_("chance"))
     if logx:
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(x))
@@ -136,7 +236,7 @@ def bars(labels: Sequence[str], values: Sequence[float], ylabel: str = "", title
             else:
                 ax.text(p, v, f"{v:.2f}", ha="center", va="bottom", fontsize=9)
     if chance is not None:
-        (ax.axvline if horizontal else ax.axhline)(chance, color="gray", ls="--", lw=1, label="chance")
+        (ax.axvline if horizontal else ax.axhline)(chance, color="gray", ls="--", lw=1, label=_("chance"))
         ax.legend()
     if ylim is not None:
         (ax.set_xlim if horizontal else ax.set_ylim)(*ylim)
@@ -170,7 +270,7 @@ def heatmap(matrix, xlabels: Sequence[str] | None = None, ylabels: Sequence[str]
 
 
 def loss_curves(histories: Mapping[str, object], title: str = "", floor: float | None = None,
-                floor_label: str = "floor", logy: bool = False, ax=None, figsize=None):
+                floor_label: str | None = None, logy: bool = False, ax=None, figsize=None):
     """Training loss against step for several :class:`~beforeqkv.train.History` objects."""
     if not histories:
         raise ValueError("loss_curves() needs at least one history")
@@ -178,9 +278,9 @@ def loss_curves(histories: Mapping[str, object], title: str = "", floor: float |
     for label, h in histories.items():
         ax.plot(h.steps, h.loss, label=label)
     if floor is not None:
-        ax.axhline(floor, color="gray", ls="--", lw=1, label=floor_label)
+        ax.axhline(floor, color="gray", ls="--", lw=1, label=_("floor") if floor_label is None else floor_label)
     if logy:
         ax.set_yscale("log")
     ax.legend()
-    _finish(ax, title, "step", "training loss (nats)")
+    _finish(ax, title, _("step"), _("training loss (nats)"))
     return fig

@@ -1,9 +1,10 @@
 """Figures of chapter 3: the step at which each unit can run, with and without recurrence."""
 from __future__ import annotations
 
-from ..plot import COLORS, new_figure
+from ..i18n import _
+from ..plot import COLORS, lines, new_figure
 
-__all__ = ["steps_figure"]
+__all__ = ["steps_figure", "depth_figure", "time_figure"]
 
 
 def _circle(ax, center, r, color):
@@ -39,8 +40,8 @@ def _draw_steps(ax, steps, recurrent: bool, r: float = 0.24):
     ax.set_ylim(-0.5, n_layers + 0.5)
     ax.set_aspect("equal")
     ax.axis("off")
-    kind = "with recurrence" if recurrent else "red connections only"
-    ax.set_title(f"{kind}: {int(steps.max())} steps")
+    title = _("with recurrence: {n} steps") if recurrent else _("red connections only: {n} steps")
+    ax.set_title(title.format(n=int(steps.max())))
 
 
 def steps_figure(n_layers: int = 2, n_tokens: int = 4):
@@ -52,3 +53,23 @@ def steps_figure(n_layers: int = 2, n_tokens: int = 4):
     for ax, recurrent in zip(axes, (True, False)):
         _draw_steps(ax, step_of_each_unit(n_layers, n_tokens, recurrent), recurrent)
     return fig
+
+
+def _named(series):
+    """The series of the chapter's two models, their names in the language in force."""
+    names = {"loop RNN": _("loop RNN"), "attention layer": _("attention layer")}
+    return {names.get(k, k): v for k, v in series.items()}
+
+
+def depth_figure(lengths, depth):
+    """Sequential depth (operations that must run in order) against the sequence length T;
+    ``depth``: {model: [depth at each T]} (chapter 3)."""
+    return lines(lengths, _named(depth), logx=True, logy=True, xlabel=_("sequence length T"),
+                 ylabel=_("sequential depth (operations)"), title=_("Steps that must run in order"))
+
+
+def time_figure(lengths, ms):
+    """Forward + backward time of one sequence on a CPU against T; ``ms``: {model: [ms at
+    each T]} (chapter 3)."""
+    return lines(lengths, _named(ms), logx=True, logy=True, xlabel=_("sequence length T"),
+                 ylabel=_("forward + backward (ms, CPU)"), title=_("One sequence (B = 1) on a CPU"))

@@ -5,7 +5,8 @@ import numpy as np
 
 from matplotlib.patches import FancyBboxPatch
 
-from ..plot import heatmap, new_figure
+from ..i18n import _
+from ..plot import COLORS, heatmap, new_figure
 from .common import (
     BLUE,
     FILL,
@@ -22,7 +23,7 @@ from .common import (
     _done,
 )
 
-__all__ = ["heads_figure", "multihead_figure", "MHA_SHAPES", "ring_head_weights"]
+__all__ = ["heads_figure", "multihead_figure", "MHA_SHAPES", "ring_head_weights", "ring_accuracy_figure"]
 
 
 def _grid(ax, x0, y0, size, T, cell_fill, label):
@@ -42,15 +43,15 @@ def heads_figure(n_heads: int = 2, n_tokens: int = 4):
     T = n_tokens
     fig, axes = _canvas((7.0, 4.4), (0, 10.4), (-1.2, 5.4), ncols=1)
     ax = axes[0, 0]
-    ax.text(2.0, 5.1, "one matrix per pair", ha="center", fontsize=12, fontweight="bold")
+    ax.text(2.0, 5.1, _("one matrix per pair"), ha="center", fontsize=12, fontweight="bold")
     rng = np.random.default_rng(1)
     shades = rng.uniform(0.25, 0.9, size=(T, T))
     _grid(ax, 0.2, 0.9, 3.6, T, lambda r, c: (0.12, 0.47, 0.71, shades[r, c]),
-          "$M_{ij}$: a $d \\times d$ matrix\nfor each of $T^2$ pairs")
+          _("$M_{ij}$: a $d \\times d$ matrix\nfor each of $T^2$ pairs"))
     ax.text(2.0, 4.75, "$y_i = \\sum_j M_{ij}\\, x_j$", ha="center", fontsize=FONT)
-    ax.text(2.0, -0.95, "$T^2 d^2$ numbers per layer", ha="center", fontsize=FONT, color=RED)
+    ax.text(2.0, -0.95, _("$T^2 d^2$ numbers per layer"), ha="center", fontsize=FONT, color=RED)
     ax.plot([4.5, 4.5], [-1.1, 5.3], color="#cccccc", lw=1)
-    ax.text(7.5, 5.1, f"{n_heads} heads", ha="center", fontsize=12, fontweight="bold")
+    ax.text(7.5, 5.1, _("{n} heads").format(n=n_heads), ha="center", fontsize=12, fontweight="bold")
     ax.text(7.5, 4.75, "$M_{ij} = \\sum_h a^h_{ij}\\, W_O^h W_V^h$", ha="center", fontsize=FONT)
     row_h = 4.0 / n_heads
     for h in range(n_heads):
@@ -67,9 +68,9 @@ def heads_figure(n_heads: int = 2, n_tokens: int = 4):
         ax.text(7.7, yc - 0.3, f"$W_V^{h + 1}$", ha="center", va="top", fontsize=FONT)
         ax.text(9.5, yc, f"$W_O^{h + 1}$", ha="left", va="center", fontsize=FONT)
         _arrow(ax, (8.25, yc + 0.1), (8.85, yc + 0.1))
-    ax.text(8.3, 4.3, "shared, low rank", ha="center", fontsize=FONT, color=GREEN)
-    ax.text(7.5, -0.55, "$a^h_{ij}$: one number per pair", ha="center", fontsize=FONT, color=ORANGE)
-    ax.text(7.5, -0.95, "$T^2 H$ weights + $H$ shared maps", ha="center", fontsize=FONT,
+    ax.text(8.3, 4.3, _("shared, low rank"), ha="center", fontsize=FONT, color=GREEN)
+    ax.text(7.5, -0.55, _("$a^h_{ij}$: one number per pair"), ha="center", fontsize=FONT, color=ORANGE)
+    ax.text(7.5, -0.95, _("$T^2 H$ weights + $H$ shared maps"), ha="center", fontsize=FONT,
             color=GREEN)
     return _done(fig, "heads_figure")
 
@@ -100,16 +101,16 @@ def multihead_figure():
     fig, axes = _canvas((7.0, 7.6), (0, 10), (-0.15, 10.0))
     ax = axes[0, 0]
     xq, xk, xv, bw, bh = 1.25, 3.45, 5.65, 2.0, 0.62
-    ax.text(8.75, 9.85, "shape", ha="center", va="center", fontsize=FONT, color=GREY,
+    ax.text(8.75, 9.85, _("shape"), ha="center", va="center", fontsize=FONT, color=GREY,
             fontweight="bold")
     for y, shape in MHA_SHAPES:
         ax.text(8.75, y, shape, ha="center", va="center", fontsize=MIN_FONT,
                 family="monospace", color="#333333")
     ax.add_patch(FancyBboxPatch((0.05, 2.3), 6.85, 5.05, boxstyle="round,pad=0,rounding_size=0.15",
                                 fc="none", ec=GREY, ls="--", lw=1.2))
-    ax.text(0.2, 2.85, "each head $h$\non its own,\nin parallel", fontsize=MIN_FONT,
+    ax.text(0.2, 2.85, _("each head $h$\non its own,\nin parallel"), fontsize=MIN_FONT,
             color=GREY, va="center")
-    _box(ax, xk, 9.35, "$x_i$: the $T$ token vectors", w=4.2, h=bh, color=GREY)
+    _box(ax, xk, 9.35, _("$x_i$: the $T$ token vectors"), w=4.2, h=bh, color=GREY)
     for xc, name, vec, idx in [(xq, "Q", "q", "i"), (xk, "K", "k", "j"), (xv, "V", "v", "j")]:
         _arrow(ax, (xk + (xc - xk) * 0.4, 9.04), (xc, 8.05 + bh / 2))
         _box(ax, xc, 8.05, f"${vec}_{idx} = W_{name}\\, x_{idx}$", w=bw, h=bh,
@@ -117,26 +118,26 @@ def multihead_figure():
         _arrow(ax, (xc, 8.05 - bh / 2), (xc, 6.75 + bh / 2 + 0.18))
         _stack(ax, xc, 6.75, f"${vec}^h_{idx}$", w=1.2, h=bh,
                color=ORANGE if name != "V" else GREEN)
-    ax.text((xq + xk) / 2, 7.5, "split into\nheads", fontsize=MIN_FONT, color="#333333",
+    ax.text((xq + xk) / 2, 7.5, _("split into\nheads"), fontsize=MIN_FONT, color="#333333",
             ha="center", va="center")
     xs = (xq + xk) / 2
     for xc in (xq, xk):
         _arrow(ax, (xc, 6.75 - bh / 2), (xs + (xc - xs) * 0.5, 5.45 + bh / 2 + 0.18))
     _stack(ax, xs, 5.45, "$s^h_{ij} = q^h_i \\cdot k^h_j \\,/\\, \\sqrt{d_\\mathrm{head}}$",
            w=3.9, h=bh, color=BLUE)
-    ax.text(xs + 2.1, 5.95, "scores", fontsize=MIN_FONT, color=BLUE, ha="left")
+    ax.text(xs + 2.1, 5.95, _("scores"), fontsize=MIN_FONT, color=BLUE, ha="left")
     _arrow(ax, (xs, 5.45 - bh / 2), (xs, 4.15 + bh / 2 + 0.18))
     _stack(ax, xs, 4.15, "$a^h_{ij} = \\operatorname{softmax}_j(s^h_{ij})$", w=3.9, h=bh,
            color=BLUE)
-    ax.text(xs + 2.1, 4.65, "weights", fontsize=MIN_FONT, color=BLUE, ha="left")
+    ax.text(xs + 2.1, 4.65, _("weights"), fontsize=MIN_FONT, color=BLUE, ha="left")
     xr = (xs + xv) / 2 + 0.3
     _arrow(ax, (xs, 4.15 - bh / 2), (xr - 0.9, 2.85 + bh / 2 + 0.18))
     _arrow(ax, (xv, 6.75 - bh / 2), (xr + 1.2, 2.85 + bh / 2 + 0.18), color=GREEN)
-    ax.text(xv + 0.12, 4.8, "values", fontsize=MIN_FONT, color=GREEN, ha="left")
-    _stack(ax, xr, 2.85, "$r^h_i = \\sum_j a^h_{ij}\\, v^h_j$: weighted sum", w=4.4, h=bh,
+    ax.text(xv + 0.12, 4.8, _("values"), fontsize=MIN_FONT, color=GREEN, ha="left")
+    _stack(ax, xr, 2.85, _("$r^h_i = \\sum_j a^h_{ij}\\, v^h_j$: weighted sum"), w=4.4, h=bh,
            color=GREEN)
     _arrow(ax, (xr, 2.85 - bh / 2), (xr, 1.55 + bh / 2))
-    _box(ax, xr, 1.55, "concatenate the heads: $[r^1_i \\cdots r^H_i]$", w=4.8, h=bh,
+    _box(ax, xr, 1.55, _("concatenate the heads: $[r^1_i \\cdots r^H_i]$"), w=4.8, h=bh,
          color=GREY)
     _arrow(ax, (xr, 1.55 - bh / 2), (xr, 0.35 + bh / 2))
     _box(ax, xr, 0.35, "$y_i = W_O\\, [r^1_i \\cdots r^H_i]$", w=4.8, h=bh, color=RED)
@@ -161,15 +162,38 @@ def ring_head_weights(weights, items, profile=None, label: str = "", ring_size: 
     order = (items % ring).argsort()  # sequence positions in ring order
     ids = [str(i) for i in items[order].tolist()]
     for h in range(n_heads):
-        title = f"{label}, head {h + 1}" if label else f"head {h + 1}"
+        title = (_("{label}, head {h}") if label else _("head {h}")).format(label=label, h=h + 1)
         if profile is not None:
             s, p = profile[h][:2].tolist()
-            title += f"\nsucc {s:.2f} | pred {p:.2f}"
+            title += "\n" + _("succ {s:.2f} | pred {p:.2f}").format(s=s, p=p)
         heatmap(w[h][order][:, order], xlabels=ids, ylabels=ids, vmin=0, vmax=1, colorbar=False,
                 ax=axes[h], title=title)  # (T, T), rows/cols in ring order
         for r in range(t):
             axes[h].text((r + 1) % ring, r, "s", ha="center", va="center", color="red", fontsize=9)
             axes[h].text((r - 1) % ring, r, "p", ha="center", va="center", color="white", fontsize=9)
-        axes[h].set_xlabel("key (item id)")
-    axes[0].set_ylabel("query (item id)")
+        axes[h].set_xlabel(_("key (item id)"))
+    axes[0].set_ylabel(_("query (item id)"))
     return axes[0].figure
+
+
+def ring_accuracy_figure(acc, heads, n_params: int, d_attn: int = 16):
+    """Held-out accuracy on the successor, the predecessor and both, for models of ``heads``
+    heads of width ``d_attn / H`` and ``n_params`` parameters each (chapter 6).
+    acc: {H: {"successor": a, "predecessor": a, "both": a}}."""
+    fig, ax = new_figure(figsize=(6.4, 3.4))
+    groups = [("successor", _("successor")), ("predecessor", _("predecessor")), ("both", _("both correct"))]
+    for k, (key, label) in enumerate(groups):
+        vals = [acc[H][key] for H in heads]
+        xs = [i + (k - 1) * 0.27 for i in range(len(heads))]
+        ax.bar(xs, vals, width=0.25, label=label, color=COLORS[k])
+        for xx, v in zip(xs, vals):
+            ax.text(xx, v, f"{v:.2f}", ha="center", va="bottom", fontsize=9)
+    ax.axhline(1 / 8, color="gray", ls="--", lw=1, label=_("chance (one target)"))
+    ax.set_xticks(range(len(heads)), [f"H = {H}  (d_head = {d_attn // H})" for H in heads])
+    ax.set_ylim(0, 1.3)
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ax.set_ylabel(_("held-out accuracy"))
+    title = _("Three models of {p:,} parameters each") if len(heads) == 3 else _("{n} models of {p:,} parameters each")
+    ax.set_title(title.format(n=len(heads), p=n_params))
+    ax.legend(loc="upper center", fontsize=9, ncols=2)
+    return fig

@@ -5,7 +5,8 @@ import numpy as np
 
 from matplotlib.patches import FancyBboxPatch
 
-from ..plot import COLORS, new_figure
+from ..i18n import _
+from ..plot import COLORS, heatmap, new_figure
 from .common import (
     BLUE,
     FILL,
@@ -20,7 +21,7 @@ from .common import (
     _done,
 )
 
-__all__ = ["mlp_memory_figure", "SLOT_MATCH", "slot_votes"]
+__all__ = ["mlp_memory_figure", "SLOT_MATCH", "slot_votes", "capacity_figure", "slot_weights_figure"]
 
 
 SLOT_MATCH = [0.9, -0.4, 0.6, -1.2]   # k_u . x + b_u of the slots drawn (1, 2, 3, m)
@@ -34,9 +35,9 @@ def mlp_memory_figure():
     ys = [4.75, 3.95, 3.15, 1.85]
     ymid = (ys[0] + ys[-1]) / 2
     xk, xm, xa, xv, xr = 2.1, 3.5, 5.0, 6.9, 8.95     # keys, match, weights, values, read
-    heads = [(xk, "keys $k_u$:\nrows of $W_\\mathrm{in}$"), (xm, "match\n$k_u \\cdot x + b_u$"),
-             (xa, "slot weight\n$a_u = \\operatorname{relu}(\\cdot)$"),
-             (xv, "values $v_u$:\ncolumns of $W_\\mathrm{out}$"), (xr, "read")]
+    heads = [(xk, _("keys $k_u$:\nrows of $W_\\mathrm{in}$")), (xm, _("match\n$k_u \\cdot x + b_u$")),
+             (xa, _("slot weight\n$a_u = \\operatorname{relu}(\\cdot)$")),
+             (xv, _("values $v_u$:\ncolumns of $W_\\mathrm{out}$")), (xr, _("read"))]
     for xc, text in heads:
         ax.text(xc, 5.75, text, ha="center", va="center", fontsize=MIN_FONT)
     _box(ax, 0.6, ymid, "$x$", w=0.8, h=1.1, color=GREY)
@@ -59,17 +60,17 @@ def mlp_memory_figure():
             ax.plot([xv + 0.45, end[0]], [y, end[1]], color="#cccccc", lw=0.8, ls=":")
     for xc in (xk, xm, xv):
         ax.text(xc, 2.55, "⋮", ha="center", va="center", fontsize=14)
-    ax.text(4.6, 1.2, "slots $u = 1, \\dots, m$ with $m = d_\\mathrm{mlp}$; a slot that does not "
-            "match gets $a_u = 0$ and adds nothing", ha="center", va="center", fontsize=MIN_FONT,
+    ax.text(4.6, 1.2, _("slots $u = 1, \\dots, m$ with $m = d_\\mathrm{mlp}$; a slot that does not "
+                      "match gets $a_u = 0$ and adds nothing"), ha="center", va="center", fontsize=MIN_FONT,
             color="#333333")
     ax.add_patch(FancyBboxPatch((0.1, -0.7), 9.8, 1.45, boxstyle="round,pad=0,rounding_size=0.1",
                                 fc=FILL[BLUE], ec=BLUE, lw=1.0))
-    for y, line in [(0.45, "SwiGLU, $W_\\mathrm{out}(\\operatorname{silu}(W_\\mathrm{gate}\\,x) \\odot "
-                           "W_\\mathrm{in}\\,x)$, read as slots:"),
-                    (0.0, "slot $u$'s key $k_u$ is row $u$ of $W_\\mathrm{gate}$: "
-                          "it decides whether the slot is read;"),
-                    (-0.42, "row $u$ of $W_\\mathrm{in}$ scales it (in a plain MLP, "
-                            "row $u$ of $W_\\mathrm{in}$ is the key)")]:
+    for y, line in [(0.45, _("SwiGLU, $W_\\mathrm{out}(\\operatorname{silu}(W_\\mathrm{gate}\\,x) \\odot "
+                             "W_\\mathrm{in}\\,x)$, read as slots:")),
+                    (0.0, _("slot $u$'s key $k_u$ is row $u$ of $W_\\mathrm{gate}$: "
+                            "it decides whether the slot is read;")),
+                    (-0.42, _("row $u$ of $W_\\mathrm{in}$ scales it (in a plain MLP, "
+                              "row $u$ of $W_\\mathrm{in}$ is the key)"))]:
         ax.text(5.0, y, line, ha="center", va="center", fontsize=MIN_FONT)
     return _done(fig, "mlp_memory_figure")
 
@@ -99,11 +100,48 @@ def slot_votes(memory, keys, target, fact: int, title: str = "", figsize=(8.5, 3
     fig, (ax1, ax2) = new_figure(1, 2, figsize=figsize)
     slots = range(len(a))
     ax1.bar(slots, a.numpy(), color=COLORS[0])
-    ax1.set(xlabel="slot u", ylabel="slot weight a_u",
-            title=f"fact {fact}" + (f" ({title})" if title else ""))
+    ax1.set(xlabel=_("slot u"), ylabel=_("slot weight a_u"),
+            title=(_("fact {fact} ({title})") if title else _("fact {fact}")).format(fact=fact, title=_memory(title)))
     ax2.bar(slots, vote.numpy(), color=[COLORS[2] if v >= 0 else COLORS[1] for v in vote.tolist()])
     ax2.axhline(0, color="gray", lw=0.8)
-    ax2.set(xlabel="slot u", ylabel="a_u · v_u[target]", title=f"target {t}, predicted {predicted}")
+    ax2.set(xlabel=_("slot u"), ylabel=_("a_u · v_u[target]"),
+            title=_("target {t}, predicted {p}").format(t=t, p=predicted))
     for ax in (ax1, ax2):
         ax.set_xticks(range(0, len(a), 2))
+    return fig
+
+
+def _memory(name):
+    """The chapter's memory names in the language in force."""
+    return {"trained": _("trained"), "by hand": _("by hand")}.get(name, name)
+
+
+def capacity_figure(series, hand_ratios, acc_hand):
+    """Recall of stored facts against facts per slot N / m (chapter 9). series: {(normalise,
+    m): [(N/m, recall), ...]} of trained memories, drawn relu m = 16, relu m = 64, softmax
+    m = 16; acc_hand: {N/m: recall} of the memory written by hand."""
+    fig, ax = new_figure(figsize=(6.4, 3.8))
+    for (normalise, m), style in zip(series, ("o-", "s", "^--")):
+        label = (_("trained MLP, m = {m}") if normalise == "relu" else _("softmax slots, m = {m}")).format(m=m)
+        ratios, recalls = zip(*series[normalise, m])
+        ax.plot(ratios, recalls, style, ms=6, label=label)
+    ax.plot(hand_ratios, [acc_hand[r] for r in hand_ratios], "x:", color="gray",
+            label=_("one fact per slot (by hand)"))
+    ax.axhline(1 / 16, color="gray", ls="--", lw=1, label=_("chance"))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(hand_ratios), [f"{r:g}" for r in hand_ratios])
+    ax.set(xlabel=_("facts per slot  N / m"), ylabel=_("recall of stored facts"), ylim=(0, 1.05),
+           title=_("How many facts fit in an MLP of width m"))
+    ax.legend(fontsize=9)
+    return fig
+
+
+def slot_weights_figure(w_hand, w_trained):
+    """The slot weights (facts, slots) of the memory written by hand and of the trained one
+    (chapter 9)."""
+    fig, (ax1, ax2) = new_figure(1, 2, figsize=(8.5, 4.2))
+    heatmap(w_hand, xlabel=_("slot u"), ylabel=_("fact"), title=_("by hand: one slot per fact, or none"), ax=ax1)
+    heatmap(w_trained, xlabel=_("slot u"), ylabel=_("fact"), title=_("trained: many slots per fact"), ax=ax2)
+    for ax in (ax1, ax2):
+        ax.set_xticks(range(0, w_hand.shape[1], 2))
     return fig

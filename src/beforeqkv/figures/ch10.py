@@ -7,6 +7,7 @@ from typing import Sequence
 import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from ..i18n import _
 from .. import plot
 
 __all__ = ["post_norm_block", "attention_grid", "attention_head", "qk_asymmetry", "head_contributions",
@@ -18,11 +19,18 @@ def _check_square(weights: torch.Tensor, tokens: Sequence[str], what: str) -> No
         raise ValueError(f"{what}: weights {tuple(weights.shape)} do not fit {len(tokens)} tokens (need (..., T, T))")
 
 
-def attention_head(weights: torch.Tensor, tokens: Sequence[str], title: str = "", ax=None):
-    """One head's attention weights (T, T), rows = queries, columns = keys, tokens on both axes."""
+def attention_head(weights: torch.Tensor, tokens: Sequence[str], title: str = "", ax=None,
+                   layer: int | None = None, head: int | None = None, ratio: float | None = None):
+    """One head's attention weights (T, T), rows = queries, columns = keys, tokens on both axes.
+
+    Without ``title``, ``layer`` and ``head`` (and the head's QK asymmetry ``ratio``) make one."""
     _check_square(weights, tokens, "attention_head")
+    if not title and layer is not None and head is not None:
+        title = _("layer {layer}, head {head}").format(layer=layer, head=head)
+        if ratio is not None:
+            title += f" (ρ = {float(ratio):.2f})"
     fig = plot.heatmap(weights, xlabels=list(tokens), ylabels=list(tokens), vmin=0, vmax=1, cmap="Blues",
-                       xlabel="key (read from)", ylabel="query (reads)", title=title, ax=ax,
+                       xlabel=_("key (read from)"), ylabel=_("query (reads)"), title=title, ax=ax,
                        figsize=(5.2, 4.4))
     return fig
 
@@ -40,11 +48,12 @@ def attention_grid(weights: torch.Tensor, tokens: Sequence[str], layer: int, nco
             continue
         ax.imshow(weights[h].detach().cpu().numpy(), cmap="Blues", vmin=0, vmax=1, aspect="auto")
         ax.grid(False)
-        ax.set_title(f"head {h}", fontsize=9)
+        ax.set_title(_("head {h}").format(h=h), fontsize=9)
         ticks = range(len(tokens))
         ax.set_xticks(ticks, list(tokens) if h // ncols == nrows - 1 else [], rotation=90, fontsize=9)
         ax.set_yticks(ticks, list(tokens) if h % ncols == 0 else [], fontsize=9)
-    fig.suptitle(f"layer {layer}: attention weights of each head (rows = queries, columns = keys)", fontsize=10)
+    title = _("layer {layer}: attention weights of each head (rows = queries, columns = keys)")
+    fig.suptitle(title.format(layer=layer), fontsize=10)
     return fig
 
 
@@ -55,21 +64,22 @@ def qk_asymmetry(ratios: torch.Tensor, random_ratio: float | None = None):
     n_layers, n_heads = ratios.shape
     fig, (ax1, ax2) = plot.new_figure(1, 2, figsize=(9.5, 3.8), gridspec_kw={"width_ratios": [2.2, 1]})
     plot.heatmap(ratios, xlabels=[str(h) for h in range(n_heads)], ylabels=[str(i) for i in range(n_layers)],
-                 vmin=0, vmax=2, cmap="coolwarm", annotate=True, xlabel="head", ylabel="layer",
-                 title="||A − Aᵀ|| / ||A|| per head", ax=ax1)
+                 vmin=0, vmax=2, cmap="coolwarm", annotate=True, xlabel=_("head"), ylabel=_("layer"),
+                 title=_("||A − Aᵀ|| / ||A|| per head"), ax=ax1)
     for t in ax1.texts:  # the per-head numbers, legible at the page's width
         t.set_fontsize(9)
         t.set_color("black")  # every ratio in [0, 2] sits on a light-to-mid colour
     values = ratios.flatten().cpu().numpy()
     ax2.hist(values, bins=16, range=(0, 2), color=plot.COLORS[0])
-    for x, label in ((0, "symmetric"), (2, "antisymmetric")):
+    for x, label in ((0, _("symmetric")), (2, _("antisymmetric"))):
         ax2.axvline(x, color="gray", lw=1, ls=":")
         ax2.text(x + (0.04 if x == 0 else -0.04), ax2.get_ylim()[1] * 0.5, label, fontsize=9, rotation=90,
                  ha="left" if x == 0 else "right", va="center")
     if random_ratio is not None:
-        ax2.axvline(random_ratio, color="black", lw=1, ls="--", label="random W_Q, W_K")
+        ax2.axvline(random_ratio, color="black", lw=1, ls="--", label=_("random W_Q, W_K"))
         ax2.legend(fontsize=9, loc="upper left")
-    ax2.set(xlabel="||A − Aᵀ|| / ||A||", ylabel="heads", title=f"all {values.size} heads", xlim=(-0.05, 2.05))
+    ax2.set(xlabel="||A − Aᵀ|| / ||A||", ylabel=_("heads"), title=_("all {n} heads").format(n=values.size),
+            xlim=(-0.05, 2.05))
     return fig
 
 
@@ -77,9 +87,10 @@ def head_contributions(norms: torch.Tensor, tokens: Sequence[str], layer: int):
     """Size of each head's OV contribution at each token, norms (n_heads, T)."""
     if norms.dim() != 2 or norms.shape[1] != len(tokens):
         raise ValueError(f"norms {tuple(norms.shape)} do not fit {len(tokens)} tokens (need (n_heads, T))")
-    return plot.heatmap(norms, xlabels=list(tokens), ylabels=[f"head {h}" for h in range(norms.shape[0])],
-                        cmap="magma", xlabel="token", title=f"layer {layer}: size of each head's write "
-                        "into the residual stream", figsize=(6.4, 4.2))
+    return plot.heatmap(norms, xlabels=list(tokens), ylabels=[_("head {h}").format(h=h) for h in range(norms.shape[0])],
+                        cmap="magma", xlabel=_("token"),
+                        title=_("layer {layer}: size of each head's write into the residual stream").format(
+                            layer=layer), figsize=(6.4, 4.2))
 
 
 def similarity_matrix(cosines: torch.Tensor, labels: Sequence[str]):
@@ -89,7 +100,7 @@ def similarity_matrix(cosines: torch.Tensor, labels: Sequence[str]):
     numbers = [str(i + 1) for i in range(len(labels))]
     fig = plot.heatmap(cosines, xlabels=numbers, ylabels=[f"{n}  {lab}" for n, lab in zip(numbers, labels)],
                        vmin=-0.2, vmax=1, cmap="viridis", annotate=True,
-                       title="cosine similarity of sentence embeddings", figsize=(7.0, 4.2))
+                       title=_("cosine similarity of sentence embeddings"), figsize=(7.0, 4.2))
     for t in fig.axes[0].texts:  # the cosines, legible at the page's width
         t.set_fontsize(9)
     return fig
@@ -121,7 +132,7 @@ def _panel(ax, post_norm: bool) -> None:
 
     ax.text(rx, 0.0, "x", ha="center", va="center", fontsize=11)
     ax.set_ylim(-0.6, 8.6)
-    attention = "multi-head attention\n(no causal mask)" if post_norm else "causal multi-head\nattention"
+    attention = _("multi-head attention\n(no causal mask)") if post_norm else _("causal multi-head\nattention")
     subs = [(attention, "norm_attn"), ("MLP  (GELU)", "norm_mlp")]
     y0 = 0.5
     for k, (name, norm) in enumerate(subs):
@@ -148,11 +159,11 @@ def _panel(ax, post_norm: bool) -> None:
             ax.plot([xc, xc, rx + 0.2], [base + 2.35, base + 2.95, base + 2.95], color="#444444", lw=1.2)
             plus(base + 2.95)
     arrow((rx, y0 + 7.2), (rx, y0 + 7.6), color=_STREAM)
-    ax.text(rx, y0 + 7.8, "x (next block)", ha="center", va="center", fontsize=11)
+    ax.text(rx, y0 + 7.8, _("x (next block)"), ha="center", va="center", fontsize=11)
     formula = ("x = LN(x + attn(x))\nx = LN(x + mlp(x))" if post_norm else
                "x = x + attn(LN(x))\nx = x + mlp(LN(x))")
     ax.text(xc + 1.6, 0.0, formula, ha="right", va="center", fontsize=10, family="monospace")
-    ax.set_title("post-norm (BERT, MiniLM)" if post_norm else "pre-norm (chapter 8, GPT-2)", fontsize=11)
+    ax.set_title(_("post-norm (BERT, MiniLM)") if post_norm else _("pre-norm (chapter 8, GPT-2)"), fontsize=11)
 
 
 def post_norm_block():
@@ -160,7 +171,7 @@ def post_norm_block():
     fig, axes = plot.new_figure(1, 2, figsize=(7.0, 5.6))
     _panel(axes[0], post_norm=False)
     _panel(axes[1], post_norm=True)
-    fig.supxlabel("red: the residual stream; orange: LayerNorm (MiniLM: eps 1e-12)",
+    fig.supxlabel(_("red: the residual stream; orange: LayerNorm (MiniLM: eps 1e-12)"),
                   fontsize=10, color="#444444")
     fig.alt_text = POST_NORM_ALT
     return fig

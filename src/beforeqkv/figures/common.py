@@ -7,8 +7,12 @@ legible in the book's 700 px column (and, scaled down, on a phone).
 """
 from __future__ import annotations
 
+import re
+
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from .. import i18n
+from ..i18n import N_, _
 from ..plot import COLORS, new_figure
 
 __all__ = ["argument_map", "ARGUMENT", "ALT_TEXT", "MIN_FONT", "MAX_WIDTH"]
@@ -19,26 +23,45 @@ BLUE, RED, GREEN, ORANGE, GREY = COLORS[0], COLORS[1], COLORS[2], COLORS[3], "#7
 FILL = {BLUE: "#dbe9f6", RED: "#f8d9d9", GREEN: "#dcefdc", ORANGE: "#fde6cf", GREY: "#eeeeee"}
 
 # Each chapter as pressure -> fix: the argument map of the preface (book/index.md).
+# The pressures and fixes are marked with N_() for the catalog and translated where drawn (i18n._).
 ARGUMENT = [
-    (1, "Squished memory", "a fixed-size RNN state forgets as facts pile up",
-     "keep every state and look things up"),
-    (2, "Keep every state", "a fixed-size linear memory saturates too",
-     "a memory that grows with the input"),
-    (3, "The red connections", "recurrence forces one step per token",
-     "drop it; keep only all-to-all mixing"),
-    (4, "Dynamic weights", "fixed mixing weights cannot follow content",
-     "weights computed from the inputs, plus positions"),
-    (5, "Queries and keys", "dot-product scores are symmetric",
-     "a bilinear form $W_Q^\\top W_K$: queries and keys"),
-    (6, "Values and heads", "a weight matrix per pair is unwieldy",
-     "shared low-rank maps: values, heads, $W_O$"),
-    (7, "The 1/√d scale", "wide heads saturate the softmax",
-     "divide the scores by $\\sqrt{d_\\mathrm{head}}$"),
-    (8, "The autoregressive Transformer", "a model that peeks at the future",
-     "causal mask, positions, residual blocks, a GPT"),
-    (9, "The MLP as memory", "where do facts live?",
-     "the feed-forward block is a key-value store"),
+    (1, "Squished memory", N_("a fixed-size RNN state forgets as facts pile up"),
+     N_("keep every state and look things up")),
+    (2, "Keep every state", N_("a fixed-size linear memory saturates too"),
+     N_("a memory that grows with the input")),
+    (3, "The red connections", N_("recurrence forces one step per token"),
+     N_("drop it; keep only all-to-all mixing")),
+    (4, "Dynamic weights", N_("fixed mixing weights cannot follow content"),
+     N_("weights computed from the inputs, plus positions")),
+    (5, "Queries and keys", N_("dot-product scores are symmetric"),
+     N_("a bilinear form $W_Q^\\top W_K$: queries and keys")),
+    (6, "Values and heads", N_("a weight matrix per pair is unwieldy"),
+     N_("shared low-rank maps: values, heads, $W_O$")),
+    (7, "The 1/√d scale", N_("wide heads saturate the softmax"),
+     "divide the scores by $\\sqrt{d_\\mathrm{head}}$"),   # translated as "... by {m0}" (tr_math)
+    (8, "The autoregressive Transformer", N_("a model that peeks at the future"),
+     N_("causal mask, positions, residual blocks, a GPT")),
+    (9, "The MLP as memory", N_("where do facts live?"),
+     N_("the feed-forward block is a key-value store")),
 ]
+
+# Messages whose maths has nested braces ($\\sqrt{d_\\mathrm{head}}$) go to the catalog with
+# the maths replaced by {m0}, {m1}, ... (the catalog's {fields} check cannot parse them).
+_MATH_TEMPLATES = [N_("divide the scores by {m0}"), N_("{m0}: ch. 7")]
+
+
+def tr_math(text):
+    """``text`` in the language in force: the message itself if the catalog has it, else
+    its template with each ``$maths$`` as {m0}, {m1}, ... (the maths is put back as is)."""
+    done = i18n._(text)
+    maths = re.findall(r"\$[^$]*\$", text)
+    if done != text or not maths:
+        return done
+    template = text
+    for k, m in enumerate(maths):
+        template = template.replace(m, "{m%d}" % k, 1)
+    return i18n._(template).format(**{f"m{k}": m for k, m in enumerate(maths)})
+
 
 def _plain(text):
     """Maths of ARGUMENT in words, for alt text."""
@@ -116,7 +139,7 @@ ALT_TEXT = {
     "argument_map": (
         "Nine rows, one per chapter, joined by downward arrows. Each row has a red box with the "
         "pressure (what fails) and a green box with the fix that answers it: " + "; ".join(
-            f"chapter {n}: {p}, fixed by {_plain(f)}" for n, _, p, f in ARGUMENT) + "."),
+            f"chapter {n}: {p}, fixed by {_plain(f)}" for n, _title, p, f in ARGUMENT) + "."),
 }
 
 
@@ -158,13 +181,13 @@ def argument_map():
     """Each chapter as pressure -> fix, top to bottom (the preface's argument map)."""
     fig, axes = _canvas((7.0, 8.2), (0, 10), (0.2, len(ARGUMENT) + 0.9))
     ax = axes[0, 0]
-    ax.text(3.0, len(ARGUMENT) + 0.55, "pressure (what fails)", ha="center", fontsize=12, color=RED)
-    ax.text(7.75, len(ARGUMENT) + 0.55, "fix", ha="center", fontsize=12, color=GREEN)
+    ax.text(3.0, len(ARGUMENT) + 0.55, _("pressure (what fails)"), ha="center", fontsize=12, color=RED)
+    ax.text(7.75, len(ARGUMENT) + 0.55, _("fix"), ha="center", fontsize=12, color=GREEN)
     for k, (n, _title, pressure, fix) in enumerate(ARGUMENT):
         y = len(ARGUMENT) - k
         ax.text(0.15, y, f"{n}", fontsize=14, fontweight="bold", va="center")
-        _box(ax, 3.0, y, _wrap(pressure), w=4.6, h=0.74, color=RED, fs=MIN_FONT)
-        _box(ax, 7.75, y, _wrap(fix), w=4.3, h=0.74,
+        _box(ax, 3.0, y, _wrap(tr_math(pressure)), w=4.6, h=0.74, color=RED, fs=MIN_FONT)
+        _box(ax, 7.75, y, _wrap(tr_math(fix)), w=4.3, h=0.74,
              color=GREEN, fs=MIN_FONT)
         _arrow(ax, (5.32, y), (5.58, y), color="#444444")
         if k + 1 < len(ARGUMENT):
@@ -173,6 +196,10 @@ def argument_map():
 
 
 def _wrap(text, width=34):
+    """Lines of at most ``width`` columns, never breaking inside ``$maths$``; a Chinese
+    character counts two columns and a line may break between any two of them."""
+    if _CJK.search(text):
+        return _wrap_cjk(text, width)
     parts = text.split("$")
     text = "$".join(p.replace(" ", "\0") if k % 2 else p for k, p in enumerate(parts))
     words, lines, line = [w.replace("\0", " ") for w in text.split()], [], ""
@@ -184,3 +211,26 @@ def _wrap(text, width=34):
             line = f"{line} {word}".strip()
     return "\n".join(lines + [line])
 
+
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+_NO_LINE_START = set("，。；：、！？）》”")
+
+
+def _wrap_cjk(text, width):
+    def cols(piece):
+        if piece.startswith("$"):  # about as wide as drawn: a command one column, no braces
+            return len(re.sub(r"\\[a-z]{2,}", "x", re.sub(r"\\(mathrm|operatorname)|[${}^_]", "", piece)))
+        return sum(2 if _CJK.match(c) else 1 for c in piece)
+
+    # pieces: a $maths$ span, a run of Latin letters/digits, or one other character
+    pieces = re.findall(r"\$[^$]*\$|[A-Za-z0-9_.'/√-]+|.", text)
+    lines, line, used = [], "", 0
+    for piece in pieces:
+        if line and used + cols(piece) > width and piece not in _NO_LINE_START:
+            lines.append(line.rstrip())
+            line = piece.lstrip()
+            used = cols(line)
+        else:
+            line += piece
+            used += cols(piece)
+    return "\n".join(lines + [line.rstrip()])
