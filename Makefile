@@ -59,7 +59,9 @@ unit: $(STAMP)
 # an HTML component that works on the static site; _build/explorers.jsonl logs their cost.
 EXEC_ZH := _exec_zh
 EXECUTE_ZH ?= 1
-NBMAKE = BEFOREQKV_CHECKS=strict BEFOREQKV_EXPLORERS=static ../$(BIN)/python -m pytest --nbmake --overwrite book \
+# The two editions share the cores: each chapter's independent runs stay in its own process
+# (BEFOREQKV_WORKERS=1, train.map_runs); with EXECUTE_ZH=0 they spread over the cores.
+NBMAKE = BEFOREQKV_CHECKS=strict BEFOREQKV_EXPLORERS=static $(if $(filter 1,$(EXECUTE_ZH)),BEFOREQKV_WORKERS=1) ../$(BIN)/python -m pytest --nbmake --overwrite book \
   -q -p no:cacheprovider --durations=0 -o testpaths=book -o addopts=""
 execute: $(STAMP)
 	@rm -rf $(EXEC) $(EXEC_ZH) && mkdir -p $(EXEC) _build && rm -f _build/explorers*.jsonl _build/execute-*

@@ -163,3 +163,22 @@ def test_attention_and_next_token_figures_draw():
     assert len(fig.axes[0].patches) == 2
     with pytest.raises(ValueError):
         figs.attention_figure(torch.ones(2, 2, 2), ["a", "b"], 0, 0)
+
+
+def test_the_weights_are_laid_out_for_one_token_decoding_with_the_same_numbers(lm):
+    """decode_layout: every linear weight is (out, in) in shape, (in, out) in memory; the
+    numbers, the tie and the logits (to float rounding) are those of the usual layout."""
+    import copy
+
+    import torch.nn as nn
+    linears = [m for m in lm.model.modules() if isinstance(m, nn.Linear)]
+    assert len(linears) == 30 * 7 + 1
+    assert all(m.weight.t().is_contiguous() and not m.weight.is_contiguous() for m in linears)
+    assert lm.model.W_U.weight is lm.model.W_E.weight
+    usual = copy.deepcopy(lm.model)
+    for m in usual.modules():
+        if isinstance(m, nn.Linear):
+            m.weight = nn.Parameter(m.weight.detach().contiguous(), requires_grad=False)
+    ids = torch.tensor([lm.tokenize("The capital of France is")])
+    with torch.no_grad():
+        torch.testing.assert_close(lm.model(ids), usual(ids), atol=1e-4, rtol=0)

@@ -1,4 +1,7 @@
 """The training loop: deterministic, model-agnostic, and loud about bad arguments."""
+import os
+import sys
+
 import pytest
 import torch
 import torch.nn as nn
@@ -179,3 +182,90 @@ def test_bad_grad_clip_raises(grad_clip):
     with pytest.raises(ValueError, match="grad_clip"):
         train.train(models.RecallAttention(), lambda g: tasks.associative_recall(4, 2, generator=g), steps=1,
                     grad_clip=grad_clip)
+
+
+# ------------------------------------------------------------------ fit, map_runs, foreach
+def _fit(n_pairs, steps=30):
+    return train.fit(lambda: models.RecallLSTM(hidden=16),
+                     lambda g: tasks.associative_recall(32, n_pairs, generator=g), steps, 1e-2,
+                     test=tasks.associative_recall(200, n_pairs, generator=torch.Generator().manual_seed(9)),
+                     device="cpu", progress=False)
+
+
+def test_fit_seeds_builds_trains_and_scores_the_same_as_by_hand():
+    fit = _fit(4)
+    beforeqkv.seed_everything(0)
+    model = models.RecallLSTM(hidden=16)
+    hist = train.train(model, lambda g: tasks.associative_recall(32, 4, generator=g), 30, 1e-2, progress=False)
+    test = tasks.associative_recall(200, 4, generator=torch.Generator().manual_seed(9))
+    assert fit.history.loss == hist.loss and fit.accuracy == train.accuracy(model, test)
+    assert all(torch.equal(a, b) for a, b in zip(fit.model.parameters(), model.parameters()))
+    assert fit.cpu_seconds == fit.history.cpu_seconds > 0
+    assert train.fit(lambda: models.RecallLSTM(hidden=16), lambda g: tasks.associative_recall(8, 2, generator=g),
+                     2, device="cpu", progress=False).accuracy is None
+    with pytest.raises(ValueError, match="make\\(\\) must return an nn.Module"):
+        train.fit(lambda: 3, lambda g: None, 1)
+    with pytest.raises(ValueError, match="fit needs make"):
+        train.fit(models.RecallLSTM(), lambda g: None, 1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or torch.cuda.is_available(),
+                    reason="map_runs forks workers on a Linux CPU only")
+def test_map_runs_on_two_workers_gives_the_numbers_of_a_plain_loop():
+    plain = [_fit(n) for n in (2, 4, 8)]
+    forked = train.map_runs(lambda n: _fit(n), (2, 4, 8), n_workers=2)
+    assert [f.history.loss for f in forked] == [f.history.loss for f in plain]
+    assert [f.accuracy for f in forked] == [f.accuracy for f in plain]
+    assert all(torch.equal(a, b) for f, g in zip(forked, plain) for a, b in zip(f.model.parameters(),
+                                                                                  g.model.parameters()))
+    # the work really ran in other processes (a closure over a local works: nothing is pickled but results)
+    pids = train.map_runs(lambda _: os.getpid(), range(4), n_workers=2)
+    assert os.getpid() not in pids and len(set(pids)) == 2
+
+
+def test_workers_reads_beforeqkv_workers_and_refuses_nonsense(monkeypatch):
+    monkeypatch.setenv("BEFOREQKV_WORKERS", "1")
+    assert train.workers(8) == 1 and train.map_runs(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]
+    monkeypatch.setenv("BEFOREQKV_WORKERS", "zero")
+    with pytest.raises(ValueError, match="BEFOREQKV_WORKERS must be a positive integer, got 'zero'"):
+        train.workers(2)
+    monkeypatch.delenv("BEFOREQKV_WORKERS")
+    assert 1 <= train.workers(1) == 1 <= train.workers(64)
+    with pytest.raises(ValueError, match="map_runs needs a function"):
+        train.map_runs([1, 2], [3])
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "sgd"])
+def test_the_batched_optimizer_update_gives_the_numbers_of_the_per_parameter_loop(name, monkeypatch):
+    """train() asks for foreach=True (faster on a CPU); the numbers are those of foreach=False."""
+    def run():
+        beforeqkv.seed_everything(0)
+        model = models.RecallTransformer(d_model=16, n_heads=2, n_layers=2)
+        train.train(model, lambda g: tasks.associative_recall(16, 4, generator=g), 20, 1e-2, optimizer=name,
+                    weight_decay=0.1, progress=False)
+        return [p.detach().clone() for p in model.parameters()]
+    batched = run()
+    original = train._optimizer
+    monkeypatch.setattr(train, "_optimizer", lambda *a: _unbatched(original(*a)))
+    assert all(torch.equal(a, b) for a, b in zip(batched, run()))
+
+
+def _unbatched(opt):
+    for group in opt.param_groups:
+        assert group["foreach"] is True
+        group["foreach"] = False
+    return opt
+
+
+def test_cpu_threads_sets_the_thread_count_for_a_block_and_restores_it(monkeypatch):
+    before = torch.get_num_threads()
+    with beforeqkv.cpu_threads(2) as n:
+        assert n == 2 and torch.get_num_threads() == 2
+    assert torch.get_num_threads() == before
+    monkeypatch.setenv("BEFOREQKV_WORKERS", "1")
+    with beforeqkv.cpu_threads() as n:
+        assert n == 1 == torch.get_num_threads()
+    with pytest.raises(ValueError):
+        with beforeqkv.cpu_threads(0):
+            pass
+    assert torch.get_num_threads() == before

@@ -10,6 +10,7 @@ version in this package, and from then on uses the package's version.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 
@@ -20,7 +21,7 @@ from ._validate import check_positive
 
 __version__ = "0.1.0"
 
-__all__ = ["get_device", "setup", "seed_everything", "glue", "sci", "__version__"]
+__all__ = ["get_device", "setup", "seed_everything", "cpu_threads", "glue", "sci", "__version__"]
 
 _DEVICE_ENV = "BEFOREQKV_DEVICE"
 
@@ -103,6 +104,27 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
                 "{threads} CPU thread(s) · denormals flushed: {flush_denormal}").format(
                     version=__version__, **info))
     return info
+
+
+@contextlib.contextmanager
+def cpu_threads(threads: int | None = None):
+    """Run a block on ``threads`` CPU threads, then go back to the thread count before it.
+
+    The default is the number of cores :func:`beforeqkv.train.map_runs` would use (1 on a GPU
+    or with ``BEFOREQKV_WORKERS=1``). For the one run in the book big enough to gain from a
+    second thread (chapter 8's character model, 1.3x on 2 cores); the tiny models run
+    fastest on one. The numbers of a seeded run depend on the thread count only in the last
+    digits of floating point, and are the same every time for a given count.
+    """
+    from .train import workers
+    n = workers() if threads is None else threads
+    check_positive(threads=n)
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        torch.set_num_threads(before)
 
 
 def glue(name: str, value, display: bool = False):

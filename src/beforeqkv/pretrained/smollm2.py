@@ -16,7 +16,7 @@ import torch
 
 from ..models.transformer import GPT, TransformerConfig
 from ._files import require
-from ._load import build, rename
+from ._load import build, decode_layout, rename
 from .bpe import BPETokenizer
 from .gguf import GGUFFile, read_gguf
 
@@ -173,7 +173,7 @@ def load_smollm2(n_ctx: int | None = None, device=None) -> SmolLM2:
     gguf = read_gguf(require(DISTRIBUTION, GGUF_FILE))
     meta = gguf.metadata
     config = config_from_gguf(meta, n_ctx)
-    model = build(GPT, config, gguf_state_dict(gguf, config), device=device)  # no random init
+    model = decode_layout(build(GPT, config, gguf_state_dict(gguf, config), device=device))  # no random init
     types = meta["tokenizer.ggml.token_type"]
     tokenizer = BPETokenizer(meta["tokenizer.ggml.tokens"], meta["tokenizer.ggml.merges"],
                              special={i for i, t in enumerate(types) if t != 1},
