@@ -398,7 +398,15 @@ def test_chapter_1_in_chinese_keeps_its_glued_numbers_figures_and_citations(site
     en = (site / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
     cn = (zh(site) / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
     pasted = re.findall(r'<span class="pasted-text">([^<]*)</span>', en)
-    assert pasted and sorted(re.findall(r'<span class="pasted-text">([^<]*)</span>', cn)) == sorted(pasted)
+    pasted_cn = re.findall(r'<span class="pasted-text">([^<]*)</span>', cn)
+    assert pasted and len(pasted_cn) == len(pasted)
+    # The Chinese page comes from the Chinese execution (_exec_zh): the same numbers, but for
+    # the timings (CPU seconds), which no two runs share.
+    from collections import Counter
+    differ = sum((Counter(pasted) - Counter(pasted_cn)).values())
+    timings = sum(1 for line in (ROOT / "book" / "01_squished_memory.ipynb").read_text().splitlines()
+                  if 'glue(\\"ch1_cpu' in line)
+    assert differ <= timings, (differ, timings, sorted(pasted), sorted(pasted_cn))
     assert re.findall(r'caption-number">图 ([\d.]+)', cn) == re.findall(r'caption-number">Figure ([\d.]+)', en)
     assert cn.count('class="footnote-reference') == en.count('class="footnote-reference')
     assert "{glue" not in cn and "No key" not in cn
