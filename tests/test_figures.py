@@ -182,3 +182,25 @@ def test_chapter_cells_that_draw_a_diagram_carry_its_alt_text_and_a_caption():
     assert found["multihead_figure"] == "06_values_heads.ipynb"
     assert found["scale_figure"] == "07_scaling.ipynb"
     assert found["mlp_memory_figure"] == "09_mlp_memory.ipynb"
+
+
+def test_the_scale_figure_places_its_panels_by_hand_without_a_layout_warning():
+    import warnings
+
+    from beforeqkv.figures import ch07
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = ch07.scale_figure()
+        fig.canvas.draw()
+    assert fig.get_layout_engine() is None
+
+
+def test_the_neighbour_word_of_chapter_6_follows_the_language(monkeypatch):
+    from beforeqkv import i18n
+    from beforeqkv.measure import probes
+    monkeypatch.setattr(i18n, "_CHOSEN", "en")
+    assert probes.neighbour_word("successor") == "successor"
+    monkeypatch.setattr(i18n, "_CHOSEN", "zh_CN")
+    assert probes.neighbour_word("successor") == "后继" and probes.neighbour_word("predecessor") == "前驱"
+    with pytest.raises(ValueError, match="'successor' or 'predecessor'"):
+        probes.neighbour_word("self")

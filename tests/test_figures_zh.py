@@ -203,11 +203,11 @@ def test_titles_and_axis_words_of_the_diagrams_are_chinese():
                                          torch.tensor([[0.1, 0.2, 0.7]] * 2), label="H=2")
     assert [ax.get_title() for ax in fig.axes] == ["H=2，头 1\n后继 0.10 | 前驱 0.20",
                                                    "H=2，头 2\n后继 0.10 | 前驱 0.20"]
-    assert fig.axes[0].get_ylabel() == "查询（物品编号）"
+    assert fig.axes[0].get_ylabel() == "查询（条目编号）"
     fig = figures.ch03.steps_figure(n_layers=2, n_tokens=4)
     assert [ax.get_title() for ax in fig.axes] == ["有循环：5 步", "只有红色连接：2 步"]
     fig = figures.ch07.scale_figure()
-    assert fig.axes[0].get_title() == "未缩放：$q \\cdot k$，离散程度 $\\sqrt{d_\\mathrm{head}}$"
+    assert fig.axes[0].get_title() == "未缩放：$q \\cdot k$，分散程度 $\\sqrt{d_\\mathrm{head}}$"
     assert fig.axes[2].get_xlabel() == "键 $j$"
     s = " ".join(drawn_texts(figures.common.argument_map()))
     assert "把分数除以" in s and "$\\sqrt{d_\\mathrm{head}}$" in s and "压力（什么失效了）" in s

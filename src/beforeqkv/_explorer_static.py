@@ -257,13 +257,15 @@ class StaticExplorer:
     def note(self):
         total = math.prod(self.full_sizes)
         drawn = math.prod(self.sizes)
+        from .i18n import _
         if drawn == total:
-            return (f"All {total:,} settings were drawn when the book was built; "
-                    "in Jupyter or Colab this explorer redraws live.")
+            return _("All {total} settings were drawn when the book was built; "
+                     "in Jupyter or Colab this explorer redraws live.").format(total=f"{total:,}")
         thinned = "; ".join(f"{c.label}: {', '.join(c.texts)}" for c, n in
                             zip(self.controls, self.full_sizes) if len(c.values) < n)
-        return (f"On this page: {drawn:,} of {total:,} settings, drawn when the book was "
-                f"built ({thinned}). Open the notebook in Jupyter or Colab to try every value.")
+        return _("On this page: {drawn} of {total} settings, drawn when the book was "
+                 "built ({thinned}). Open the notebook in Jupyter or Colab to try every value.").format(
+                     drawn=f"{drawn:,}", total=f"{total:,}", thinned=thinned)
 
     def _controls_html(self):
         out = []

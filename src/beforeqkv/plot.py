@@ -7,6 +7,7 @@ exactly once: when the cell returns it.
 from __future__ import annotations
 
 import io
+import logging
 import warnings
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -114,6 +115,10 @@ def use_language_font() -> str | None:
             _FONT_STATE["warned"] = True
             warnings.warn(NO_CJK_FONT.format(fonts=", ".join(CJK_FONTS)), UserWarning, stacklevel=2)
         return None
+    # A CJK font often has no bold face: matplotlib then draws a bold title in the regular
+    # weight and logs "findfont: Failed to find font weight bold" above the figure; that is
+    # expected here, not news for the reader. (Missing glyphs are other loggers/warnings.)
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     family = list(rc["font.family"])
     if family[:1] != [font]:
         if _FONT_STATE["saved_family"] is None:

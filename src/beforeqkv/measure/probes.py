@@ -11,7 +11,7 @@ import torch.nn as nn
 from ..tasks.ring import ring_neighbors
 from ..train import _per_chunk
 
-__all__ = ["ring_accuracy", "routing_profile"]
+__all__ = ["ring_accuracy", "routing_profile", "neighbour_word"]
 
 
 def ring_accuracy(model: nn.Module, batch, batch_size: int = 1000) -> dict:
@@ -48,3 +48,12 @@ def routing_profile(model: nn.Module, batch, ring_size: int = 8) -> torch.Tensor
         pick = (items.unsqueeze(1) == target_ids.unsqueeze(2)).to(device)  # (B, T_i, T_j): j is i's target
         cols.append((w * pick.unsqueeze(1)).sum(-1).mean(dim=(0, 2)))  # (H,)
     return torch.stack(cols, dim=-1).cpu()  # (H, 3)
+
+
+def neighbour_word(name: str) -> str:
+    """``"successor"`` or ``"predecessor"`` in the reader's language, for the prose (chapter 6)."""
+    from ..i18n import _
+    words = {"successor": _("successor"), "predecessor": _("predecessor")}
+    if name not in words:
+        raise ValueError(f"name must be 'successor' or 'predecessor', got {name!r}")
+    return words[name]
