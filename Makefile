@@ -232,7 +232,7 @@ clean:
 # Homework (see book/teachers.md):
 #   make assignments       dist/assignments/NN_*.ipynb (students) + dist/instructor/source/ (nbgrader)
 #   make instructor        dist/instructor/: answer key, nbgrader source versions (never published)
-#   make reader-notebooks  dist/reader/NN_*.ipynb: no raw MyST, answers folded at the end (what the buttons open)
+#   make reader-notebooks  dist/reader/NN_*.ipynb (and dist/reader/zh/): no raw MyST, answers folded at the end (what the buttons open)
 #   make book-students     _build/html-students: the site without solutions or model answers
 #   make teachers          regenerate book/teachers.md from the notebooks' exercise metadata
 #   make test-homework     all of the above, then the proofs (tests/test_homework.py on the output)
@@ -266,6 +266,7 @@ seal: $(STAMP)
 
 reader-notebooks: $(STAMP) | $(EXEC)/book
 	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
+	$(BIN)/python tools/export_reader.py book $(ZH_EXEC)/book dist/reader/$(I18N_DIR) $(I18N_LANG)
 
 teachers: $(STAMP)
 	$(BIN)/python tools/teachers.py book book/teachers.md
