@@ -3,8 +3,10 @@ come from the package catalog and are drawn with a CJK font, no glyph missing; i
 the same figures carry no Chinese and the fonts are left as they were."""
 import inspect
 import logging
+import os
 import re
 import warnings
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -260,3 +262,31 @@ def test_no_cjk_font_warns_once_with_the_fix(monkeypatch):
     message = str(caught[0].message)
     assert "apt install fonts-noto-cjk" in message and "pip install mplfonts" in message
     assert "Noto Sans CJK SC" in message
+
+
+def test_a_cjk_font_brought_by_mplfonts_is_found_when_the_system_has_none(tmp_path):
+    """What the Chinese reader notebooks rely on in Colab (no system CJK font): after
+    `pip install mplfonts`, plot.cjk_font finds the package's fonts. Stand-in package: a
+    folder `mplfonts/fonts/` holding a CJK font file; the system's fonts are hidden."""
+    import shutil
+    import subprocess
+    import sys
+
+    from matplotlib import font_manager
+    system = sorted(f for f in font_manager.findSystemFonts()
+                    if re.search(r"wqy-microhei|NotoSansCJK", Path(f).name, re.I))
+    if not system:
+        pytest.skip("no CJK font file on this machine to stand in for mplfonts'")
+    (tmp_path / "mplfonts" / "fonts").mkdir(parents=True)
+    (tmp_path / "mplfonts" / "__init__.py").write_text("")
+    shutil.copy(system[0], tmp_path / "mplfonts" / "fonts" / Path(system[0]).name)
+    code = (
+        "from matplotlib import font_manager as fm\n"
+        "fm.findSystemFonts = lambda *a, **k: []\n"
+        "fm.fontManager.ttflist = [f for f in fm.fontManager.ttflist\n"
+        "                          if 'mplfonts' in f.fname or not any(c in f.name for c in ('CJK', 'WenQuanYi'))]\n"
+        "from beforeqkv import plot\n"
+        "print(plot.cjk_font())\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "BEFOREQKV_LANG": "zh_CN"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() in plot.CJK_FONTS, out

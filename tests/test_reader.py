@@ -243,3 +243,11 @@ def test_the_reference_list_reads_the_bibtex_as_plain_unicode():
     assert lstm["author"] == "Hochreiter, Sepp and Schmidhuber, Jürgen" and lstm["year"] == "1997"
     assert lstm["pages"] == "1735–1780" and "{" not in lstm["title"]
     assert all("\\" not in v and "{" not in v for e in BIB.values() for v in e.values())
+
+
+def test_the_chinese_language_cell_installs_a_cjk_font_on_colab_only():
+    cell = export_reader.LANGUAGE_CELL["zh_CN"]
+    assert 'os.environ["BEFOREQKV_LANG"] = "zh_CN"' in cell
+    assert f'"mplfonts=={export_reader.MPLFONTS}"' in cell and 'if "google.colab" in sys.modules:' in cell
+    assert max(len(line) for line in cell.splitlines()) <= 76
+    compile(cell, "<language cell>", "exec")

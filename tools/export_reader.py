@@ -56,6 +56,7 @@ ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attent
                "admonition", "margin", "sidebar", "dropdown"}
 
 
+MPLFONTS = "0.0.11"  # a CJK font for matplotlib on Colab (beforeqkv.plot.cjk_font finds it)
 # The words this export writes itself, per language (English: the keys).
 WORDS = {
     "zh_CN": {
@@ -80,9 +81,17 @@ WORDS = {
 }
 LANGUAGE_CELL = {
     "zh_CN": ("# 中文版：检查器的提示、设置信息和图中的文字都用中文\n"
-              "# （beforeqkv 读取 BEFOREQKV_LANG）。\n"
-              "import os\n\n"
-              "os.environ[\"BEFOREQKV_LANG\"] = \"zh_CN\""),
+              "# （beforeqkv 读取 BEFOREQKV_LANG）。Colab 没有中文字体：装一个\n"
+              "# （mplfonts 带 Noto Sans CJK SC；在别处装系统的 fonts-noto-cjk）。\n"
+              "import importlib\n"
+              "import os\n"
+              "import subprocess\n"
+              "import sys\n\n"
+              "os.environ[\"BEFOREQKV_LANG\"] = \"zh_CN\"\n"
+              "if \"google.colab\" in sys.modules:\n"
+              "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
+              f"                    \"mplfonts=={MPLFONTS}\"], check=False)\n"
+              "    importlib.invalidate_caches()"),
 }
 _LANG = "en"
 
