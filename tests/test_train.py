@@ -1,6 +1,7 @@
 """The training loop: deterministic, model-agnostic, and loud about bad arguments."""
 import os
 import sys
+import time
 
 import pytest
 import torch
@@ -219,7 +220,10 @@ def test_map_runs_on_two_workers_gives_the_numbers_of_a_plain_loop():
     assert all(torch.equal(a, b) for f, g in zip(forked, plain) for a, b in zip(f.model.parameters(),
                                                                                   g.model.parameters()))
     # the work really ran in other processes (a closure over a local works: nothing is pickled but results)
-    pids = train.map_runs(lambda _: os.getpid(), range(4), n_workers=2)
+    def pid(_):
+        time.sleep(0.3)  # long enough that both workers take a task
+        return os.getpid()
+    pids = train.map_runs(pid, range(4), n_workers=2)
     assert os.getpid() not in pids and len(set(pids)) == 2
 
 
