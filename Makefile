@@ -76,7 +76,7 @@ execute: $(STAMP)
 	fi; wait; \
 	echo "== English (_exec)"; cat _build/execute-en.log; \
 	if [ "$(EXECUTE_ZH)" = 1 ]; then echo "== Chinese, BEFOREQKV_LANG=zh_CN (_exec_zh)"; cat _build/execute-zh.log; fi; \
-	echo "== both editions executed in $$(( $$(date +%s) - t0 )) s"; \
+	echo "== executed in $$(( $$(date +%s) - t0 )) s$(if $(filter 1,$(EXECUTE_ZH)), (both editions, side by side))"; \
 	test "$$(cat _build/execute-en.rc)" = 0; \
 	if [ "$(EXECUTE_ZH)" = 1 ]; then test "$$(cat _build/execute-zh.rc)" = 0; fi
 	@if [ "$(EXECUTE_ZH)" = 1 ]; then $(BIN)/python tools/i18n.py glyphs $(EXEC_ZH)/book; fi
