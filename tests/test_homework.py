@@ -198,7 +198,7 @@ def released_zh():
         assert folder.is_dir(), f"{folder} is missing: make assignments writes the Chinese homework"
         return {p.name: nbformat.read(folder / p.name, as_version=4) for p in CHAPTERS}
     pytest.importorskip("nbgrader", reason="needs nbgrader (make assignments) or BEFOREQKV_ASSIGNMENTS")
-    export_reader._LANG = "zh_CN"
+    export_reader.use_language("zh_CN")
     try:
         out = {}
         for p in CHAPTERS:
@@ -206,7 +206,7 @@ def released_zh():
             out[p.name] = assignments.release_version(assignments.source_version(nb, _fake_values(nb), BIB))
         return out
     finally:
-        export_reader._LANG = "en"
+        export_reader.use_language("en")
 
 
 def test_the_chinese_homework_is_the_english_one_in_chinese_and_leaks_nothing(released, released_zh):

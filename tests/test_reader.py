@@ -51,14 +51,14 @@ def reader_zh(reader):
     """The Chinese reader notebooks, written like `make site` writes dist/reader/zh."""
     out = reader / "zh"
     out.mkdir()
-    export_reader._LANG = "zh_CN"
+    export_reader.use_language("zh_CN")
     try:
         for path in CHAPTERS:
             nb = export_reader.translated(nbformat.read(path, as_version=4), path, "zh_CN")
             nb = export_reader.reader_version(nb, _values(nb), BIB, export_reader.chapter_of(path))
             nbformat.write(nb, out / path.name)
     finally:
-        export_reader._LANG = "en"
+        export_reader.use_language("en")
     return out
 
 

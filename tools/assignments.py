@@ -217,7 +217,7 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
         import shutil
         shutil.rmtree(stale)
     bib = export_reader.bib_entries(Path(src) / "references.bib")
-    export_reader._LANG = lang
+    export_reader.use_language(lang)
     for path in sorted(Path(src).glob("[0-9]*.ipynb")):
         run = Path(executed) / path.name
         if not run.exists():

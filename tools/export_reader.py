@@ -96,6 +96,14 @@ LANGUAGE_CELL = {
 _LANG = "en"
 
 
+def use_language(lang: str) -> None:
+    """Write the export's own words (and the language cell) in ``lang`` from now on."""
+    global _LANG
+    if lang != "en" and lang not in WORDS:
+        raise ValueError(f"no reader notebooks in {lang!r}: export_reader knows {', '.join(['en', *WORDS])}")
+    _LANG = lang
+
+
 def w(text: str) -> str:
     """``text`` (one of the export's own words) in the language being exported."""
     return WORDS.get(_LANG, {}).get(text, text)
@@ -378,11 +386,11 @@ def translated(nb, path: Path, lang: str):
 
 
 def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reader", lang: str = "en") -> int:
-    global _LANG
-    if lang != "en" and lang not in WORDS:
-        print(f"no reader notebooks in {lang!r}: export_reader knows {', '.join(['en', *WORDS])}", file=sys.stderr)
+    try:
+        use_language(lang)
+    except ValueError as err:
+        print(err, file=sys.stderr)
         return 1
-    _LANG = lang
     out = Path(dst)
     out.mkdir(parents=True, exist_ok=True)
     bib = bib_entries(Path(src) / "references.bib")

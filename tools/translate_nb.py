@@ -41,7 +41,7 @@ def lookup_for(page: str, lang: str = i18n.DEFAULT_LANG, locales: Path = i18n.LO
     po = locales / lang / "LC_MESSAGES" / f"{page}.po"
     if not po.is_file():
         return {}
-    return {key(m.id): m.string for m in i18n.messages(i18n.read_catalog(po)) if m.string and not m.fuzzy}
+    return {key(msgid): msgstr for msgid, (msgstr, fuzzy) in i18n.translations(po).items() if msgstr and not fuzzy}
 
 
 def _parser():

@@ -28,7 +28,7 @@ import gettext
 import os
 from pathlib import Path
 
-__all__ = ["_", "N_", "language", "set_language", "LANGUAGES", "DOMAIN", "LOCALE_DIR"]
+__all__ = ["_", "N_", "tr", "language", "set_language", "LANGUAGES", "DOMAIN", "LOCALE_DIR"]
 
 DOMAIN = "beforeqkv"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -66,12 +66,21 @@ def _catalog(lang: str) -> gettext.NullTranslations:
 
 
 def _(message: str) -> str:
-    """``message`` in the language in force (English when the catalog lacks it)."""
-    lang = language()
-    return message if lang == "en" else _catalog(lang).gettext(message)
+    """``message`` (one literal) in the language in force (English when the catalog lacks it)."""
+    return tr(message)
 
 
 def N_(message: str) -> str:
     """Mark ``message`` for the catalog without translating it now (module-level
-    tables); translate it where it is shown, with ``_(name)``."""
+    tables); translate it where it is shown, with :func:`tr`."""
     return message
+
+
+def tr(message: str) -> str:
+    """A message marked with :func:`N_` (held in a variable), in the language in force.
+
+    The same lookup as :func:`_`, under another name: ``_`` takes one literal only (the
+    catalog is extracted from those, and a test holds every ``_`` to it), ``tr`` the
+    variables that hold an ``N_`` message. A message the catalog lacks comes back as it is."""
+    lang = language()
+    return message if lang == "en" else _catalog(lang).gettext(message)

@@ -313,8 +313,7 @@ def workers(n_items: int | None = None) -> int:
     else:
         n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     import multiprocessing as mp
-    if (not sys.platform.startswith("linux") or torch.cuda.is_available() or mp.current_process().daemon
-            or _JOB is not None):
+    if not sys.platform.startswith("linux") or torch.cuda.is_available() or mp.current_process().daemon:
         n = 1
     return max(1, min(n, n_items if n_items is not None else n))
 

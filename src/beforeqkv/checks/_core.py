@@ -35,7 +35,7 @@ from typing import Callable, Iterable, Mapping
 import torch
 
 from .. import i18n
-from ..i18n import N_, _
+from ..i18n import N_, _, tr
 from . import _seal
 from ._failed import failed
 
@@ -127,13 +127,6 @@ def passed(what: str) -> None:
 
 
 # ---------------------------------------------------------------- the reader's language
-def tr(message: str) -> str:
-    """A message marked with ``N_`` (a hint of a mistakes table, a checker's name) in the
-    language in force (``BEFOREQKV_LANG``); a message the catalog lacks, or one already
-    translated, comes back as it is."""
-    return i18n._(message)
-
-
 def hint_line(hint: str) -> str:
     """``"\nHint: ..."``, the hint translated."""
     return "\n" + _("Hint: {hint}").format(hint=tr(hint))

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from matplotlib.patches import FancyBboxPatch
 
-from .. import i18n
-from ..i18n import N_, _
+from ..i18n import N_, _, tr
 from ..plot import COLORS, bars, lines, loss_curves, new_figure
 from .common import (
     BLUE,
@@ -25,7 +24,7 @@ __all__ = ["block_figure", "BLOCK_PARTS", "mask_figure", "residual_loss_figure",
            "char_lm_figure", "temperature_figure"]
 
 
-# The words are marked with N_() for the catalog and translated where drawn (i18n._).
+# The words are marked with N_() for the catalog and translated where drawn (i18n.tr).
 BLOCK_PARTS = [  # (y, text, colour, chapters) from bottom to top
     (0.5, N_("token ids"), GREY, ""),
     (1.5, N_("$W_E$[token] + $W_\\mathrm{pos}$[t]"), GREY, N_("ch. 4, 8")),
@@ -50,9 +49,9 @@ def block_figure():
                                 fc="none", ec=GREY, ls="--", lw=1.2))
     ax.text(5.4, 7.7, _("a block, repeated $L$ times"), fontsize=FONT, color=GREY, va="top", ha="right")
     for y, text, color, ch in BLOCK_PARTS:
-        _box(ax, xc, y, i18n._(text), w=3.6, h=0.62, color=color)   # marked with N_() above
+        _box(ax, xc, y, tr(text), w=3.6, h=0.62, color=color)   # marked with N_() above
         if ch:
-            ax.text(xc + 1.95, y, i18n._(ch), fontsize=FONT, va="center", color=RED)
+            ax.text(xc + 1.95, y, tr(ch), fontsize=FONT, va="center", color=RED)
     _arrow(ax, (xc, 0.81), (xc, 1.19))      # token ids -> embedding (which starts the stream)
     ax.plot([rx, rx], [1.82, 7.7], color=RED, lw=3, solid_capstyle="butt")   # the residual stream
     ax.plot([rx, xc - 1.8], [1.82, 1.82], color=RED, lw=3)

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from matplotlib.patches import FancyBboxPatch
 
-from .. import i18n, plot
-from ..i18n import N_, _
+from .. import plot
+from ..i18n import N_, _, tr
 
 __all__ = ["architecture_figure", "attention_figure", "next_token_figure", "ARCHITECTURE_ALT"]
 
 # (label, chapter note, y centre); drawn bottom (tokens) to top (next token). The residual
 # stream is drawn as a line on the left (as in chapter 8's figure), not as boxes.
-# The words are marked with N_() for the catalog and translated where drawn (i18n._).
+# The words are marked with N_() for the catalog and translated where drawn (i18n.tr).
 _PARTS = [
     (N_("token ids (byte-level BPE, no BOS)"), N_("ch 8: a sequence of tokens; ch 11: bytes → BPE"), 0.5),
     (N_("embedding  W_E"), N_("ch 8: W_E; no W_pos (positions live in attention)"), 1.5),
@@ -55,8 +55,8 @@ def architecture_figure(n_layers: int = 30):
             (c for key, c in colours.items() if key in label), "#eeeeee")
         x0, w = (_BOX_X + 0.25, 4.2) if sub else (_BOX_X, 4.45)
         ax.add_patch(FancyBboxPatch((x0, y - 0.3), w, 0.6, boxstyle="round,pad=0.03", fc=colour, ec="#666", lw=0.8))
-        ax.text(x0 + 0.1, y, i18n._(label).strip(), va="center", fontsize=9)   # marked with N_() above
-        ax.text(5.5, y, i18n._(note), va="center", fontsize=9, color="#333")
+        ax.text(x0 + 0.1, y, tr(label).strip(), va="center", fontsize=9)   # marked with N_() above
+        ax.text(5.5, y, tr(note), va="center", fontsize=9, color="#333")
 
     def arrow(start, end, colour="#444"):
         ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color=colour, lw=0.9))

@@ -11,8 +11,7 @@ import re
 
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from .. import i18n
-from ..i18n import N_, _
+from ..i18n import N_, _, tr
 from ..plot import COLORS, new_figure
 
 __all__ = ["argument_map", "ARGUMENT", "ALT_TEXT", "MIN_FONT", "MAX_WIDTH"]
@@ -23,7 +22,7 @@ BLUE, RED, GREEN, ORANGE, GREY = COLORS[0], COLORS[1], COLORS[2], COLORS[3], "#7
 FILL = {BLUE: "#dbe9f6", RED: "#f8d9d9", GREEN: "#dcefdc", ORANGE: "#fde6cf", GREY: "#eeeeee"}
 
 # Each chapter as pressure -> fix: the argument map of the preface (book/index.md).
-# The pressures and fixes are marked with N_() for the catalog and translated where drawn (i18n._).
+# The pressures and fixes are marked with N_() for the catalog and translated where drawn (i18n.tr).
 ARGUMENT = [
     (1, "Squished memory", N_("a fixed-size RNN state forgets as facts pile up"),
      N_("keep every state and look things up")),
@@ -53,14 +52,14 @@ _MATH_TEMPLATES = [N_("divide the scores by {m0}"), N_("{m0}: ch. 7")]
 def tr_math(text):
     """``text`` in the language in force: the message itself if the catalog has it, else
     its template with each ``$maths$`` as {m0}, {m1}, ... (the maths is put back as is)."""
-    done = i18n._(text)
+    done = tr(text)
     maths = re.findall(r"\$[^$]*\$", text)
     if done != text or not maths:
         return done
     template = text
     for k, m in enumerate(maths):
         template = template.replace(m, "{m%d}" % k, 1)
-    return i18n._(template).format(**{f"m{k}": m for k, m in enumerate(maths)})
+    return tr(template).format(**{f"m{k}": m for k, m in enumerate(maths)})
 
 
 def _plain(text):
