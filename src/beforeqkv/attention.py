@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import _joined
 from ._validate import check_positive
 
 __all__ = [
@@ -328,9 +329,11 @@ class MultiHeadAttention(nn.Module):
         src = x if context is None else context
         if src.dim() != 3 or src.shape[0] != x.shape[0] or src.shape[-1] != self.d_model:
             raise ValueError(f"context must have shape (B={x.shape[0]}, S, {self.d_model}), got {tuple(src.shape)}")
-        q = self._split(self.W_Q(x), self.n_heads)  # (B, H, T, d_head)
-        k = self._split(self.W_K(src), self.n_kv_heads)  # (B, H_kv, S, d_head)
-        v = self._split(self.W_V(src), self.n_kv_heads)  # (B, H_kv, S, d_head)
+        qkv = _joined.outputs(self, x) if context is None else None  # one product if decode_layout joined them
+        q, k, v = qkv if qkv is not None else (self.W_Q(x), self.W_K(src), self.W_V(src))
+        q = self._split(q, self.n_heads)  # (B, H, T, d_head)
+        k = self._split(k, self.n_kv_heads)  # (B, H_kv, S, d_head)
+        v = self._split(v, self.n_kv_heads)  # (B, H_kv, S, d_head)
         if rope is not None:
             cos, sin = rope
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from .. import _joined
 from .._validate import check_positive
 
 __all__ = ["RMSNorm", "MLP", "make_norm", "NORMS", "ACTIVATIONS"]
@@ -29,9 +30,10 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.float()  # float32 even when x is bf16/fp16: the mean of squares needs the range
-        rms = h.pow(2).mean(dim=-1, keepdim=True).add(self.eps).rsqrt()  # (..., 1)
-        return (h * rms).to(x.dtype) * self.weight
+        # float32 even when x is bf16/fp16: the mean of squares needs the range. torch's
+        # rms_norm is this formula in one call (tests/test_blocks.py checks it against the formula).
+        h = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)  # x / sqrt(mean(x^2) + eps)
+        return h.to(x.dtype) * self.weight
 
 
 def make_norm(kind: str, d: int, eps: float = 1e-5, bias: bool = True) -> nn.Module:
@@ -64,6 +66,10 @@ class MLP(nn.Module):
         self.W_out = nn.Linear(d_mlp, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.activation == "swiglu":
+            gate_in = _joined.outputs(self, x)  # one product if decode_layout joined them
+            g, h = gate_in if gate_in is not None else (self.W_gate(x), self.W_in(x))  # (..., d_mlp) each
+            return self.W_out(F.silu(g) * h)  # (..., d_model)
         h = self.W_in(x)  # (..., d_mlp)
         if self.activation == "relu":
             h = F.relu(h)
@@ -71,6 +77,4 @@ class MLP(nn.Module):
             h = F.gelu(h)
         elif self.activation == "gelu_tanh":
             h = F.gelu(h, approximate="tanh")
-        else:  # swiglu
-            h = F.silu(self.W_gate(x)) * h  # (..., d_mlp)
         return self.W_out(h)  # (..., d_model)
