@@ -1,5 +1,6 @@
 """The training loop: deterministic, model-agnostic, and loud about bad arguments."""
 import os
+import subprocess
 import sys
 import time
 
@@ -225,6 +226,17 @@ def test_map_runs_on_two_workers_gives_the_numbers_of_a_plain_loop():
         return os.getpid()
     pids = train.map_runs(pid, range(4), n_workers=2)
     assert os.getpid() not in pids and len(set(pids)) == 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or torch.cuda.is_available(),
+                    reason="map_runs forks workers on a Linux CPU only")
+def test_map_runs_workers_inherit_what_a_first_optimizer_imports():
+    """torch's first optimizer imports torch._dynamo (~1.3 s): map_runs imports it once, before
+    forking, so no worker pays for it again. A fresh interpreter, where nothing imported it yet."""
+    code = ("import sys; from beforeqkv import train; "
+            "print(train.map_runs(lambda _: 'torch._dynamo' in sys.modules, [0, 1], n_workers=2))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[True, True]"
 
 
 def test_workers_reads_beforeqkv_workers_and_refuses_nonsense(monkeypatch):
