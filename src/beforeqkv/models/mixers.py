@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 
 from . import scores as _scores
-from .embeddings import ItemPayloadEmbedding
+from .embeddings import Embedding, ItemPayloadEmbedding
 from .._validate import check_ids, check_positive
 
 __all__ = ["StaticMixer", "ContentMixer", "TriadModel"]
@@ -36,9 +36,9 @@ class _QueryMixer(nn.Module):
         check_positive(n_ctx=n_ctx, d_vocab=d_vocab, n_queries=n_queries, d_model=d_model, d_mlp=d_mlp)
         self.n_ctx, self.d_vocab, self.n_queries, self.d_model = n_ctx, d_vocab, n_queries, d_model
         self.positions = positions
-        self.W_E = nn.Embedding(d_vocab, d_model)
-        self.E_q = nn.Embedding(n_queries, d_model)
-        self.W_pos = nn.Embedding(n_ctx, d_model) if positions else None
+        self.W_E = Embedding(d_vocab, d_model)
+        self.E_q = Embedding(n_queries, d_model)
+        self.W_pos = Embedding(n_ctx, d_model) if positions else None
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_vocab))
 

@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 
 from ..attention import KVCache, MultiHeadAttention, rotary_tables
+from .embeddings import Embedding
 from .blocks import ACTIVATIONS, MLP, NORMS, RMSNorm, make_norm
 from .._validate import check_finite, check_finite_number, check_ids, check_positive
 
@@ -139,8 +140,8 @@ class Transformer(nn.Module):
         if not isinstance(config, TransformerConfig):
             raise ValueError(f"{type(self).__name__} needs a TransformerConfig, got {type(config).__name__}")
         self.config = c = config
-        self.W_E = nn.Embedding(c.d_vocab, c.d_model)
-        self.W_pos = nn.Embedding(c.n_ctx, c.d_model) if c.positions == "learned" else None
+        self.W_E = Embedding(c.d_vocab, c.d_model)
+        self.W_pos = Embedding(c.n_ctx, c.d_model) if c.positions == "learned" else None
         self.norm_embed = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.embed_norm else nn.Identity()
         self.blocks = nn.ModuleList([TransformerBlock(**c.block_options()) for _ in range(c.n_layers)])
         self.norm_final = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if c.final_norm else nn.Identity()
