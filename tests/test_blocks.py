@@ -13,6 +13,9 @@ def test_rmsnorm_matches_formula(seed):
     x = torch.randn(3, 6)
     want = x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + 1e-5) * norm.weight
     torch.testing.assert_close(norm(x), want)
+    half = x.to(torch.bfloat16)  # bf16 in, bf16 out: the mean of squares in float32
+    want = (half.float() / torch.sqrt((half.float() ** 2).mean(-1, keepdim=True) + 1e-5)).to(torch.bfloat16)
+    torch.testing.assert_close(norm.to(torch.bfloat16)(half), want * norm.weight)
 
 
 def test_make_norm_builds_layernorm_rmsnorm_or_identity():

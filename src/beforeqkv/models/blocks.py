@@ -30,9 +30,11 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # float32 even when x is bf16/fp16: the mean of squares needs the range. torch's
-        # rms_norm is this formula in one call (tests/test_blocks.py checks it against the formula).
-        h = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)  # x / sqrt(mean(x^2) + eps)
+        # torch's rms_norm is this formula in one call (tests/test_blocks.py checks it against it)
+        if x.dtype == self.weight.dtype == torch.float32:
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)  # x / sqrt(mean(x^2) + eps) * weight
+        # in float32 even when x is bf16/fp16: the mean of squares needs the range
+        h = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)
         return h.to(x.dtype) * self.weight
 
 
