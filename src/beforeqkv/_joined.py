@@ -5,7 +5,8 @@ weights side by side in one buffer (in, out_1 + out_2 + ...) and makes each weig
 view of its block: the numbers, names and shapes stay, no memory is added. :func:`outputs`
 then computes all of them with one ``x @ buffer``: one weight read and one call instead
 of three, which is what a memory-bound decoding step pays for. It falls back to the
-separate linears (returns ``None``) when a weight was replaced or when autograd records.
+separate linears (returns ``None``) when a weight was replaced (a deep copy's weights are
+replaced too) or when autograd records.
 """
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # torch's rms_norm is this formula in one call (tests/test_blocks.py checks it against it)
+        # torch's rms_norm is this formula in one call (tests/test_blocks.py checks the two agree)
         if x.dtype == self.weight.dtype == torch.float32:
             return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)  # x / sqrt(mean(x^2) + eps) * weight
         # in float32 even when x is bf16/fp16: the mean of squares needs the range
