@@ -113,12 +113,17 @@ define site_copy
 	$(BIN)/python tools/site_solutions.py $(2)/book
 endef
 
+# The reader notebooks of both editions (what the buttons open): dist/reader, dist/reader/zh.
+define export_readers
+$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
+$(BIN)/python tools/export_reader.py book $(ZH_EXEC)/book dist/reader/$(I18N_DIR) $(I18N_LANG)
+endef
+
 # The executed copies both editions (and the catalogs, make i18n-pot) are built from, and
 # the reader notebooks of both (dist/reader, dist/reader/zh: Markdown from the catalogs).
 site-src: $(STAMP) vendor
 	@test -d $(EXEC)/book || { echo "no executed notebooks: run 'make execute' first"; exit 1; }
-	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
-	$(BIN)/python tools/export_reader.py book $(ZH_EXEC)/book dist/reader/$(I18N_DIR) $(I18N_LANG)
+	$(export_readers)
 	$(call site_copy,$(EXEC),$(SITE_SRC))
 	$(call site_copy,$(ZH_EXEC),$(SITE_SRC_ZH))
 
@@ -265,8 +270,7 @@ seal: $(STAMP)
 	$(BIN)/python tools/seal.py
 
 reader-notebooks: $(STAMP) | $(EXEC)/book
-	$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
-	$(BIN)/python tools/export_reader.py book $(ZH_EXEC)/book dist/reader/$(I18N_DIR) $(I18N_LANG)
+	$(export_readers)
 
 teachers: $(STAMP)
 	$(BIN)/python tools/teachers.py book book/teachers.md
