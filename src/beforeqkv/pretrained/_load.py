@@ -110,11 +110,6 @@ def build(cls: type[Transformer], config: TransformerConfig, state: dict, device
     return model if device is None else model.to(device)
 
 
-def _on_cpu(module: nn.Module) -> bool:
-    params = list(module.parameters())
-    return bool(params) and all(p.device.type == "cpu" for p in params)
-
-
 def decode_layout(model: nn.Module) -> nn.Module:
     """Lay every linear weight of ``model`` out for decoding one token at a time, in place.
 
@@ -122,21 +117,22 @@ def decode_layout(model: nn.Module) -> nn.Module:
     in memory: ``x @ W.T`` then reads W row after row, which on a CPU runs the
     matrix-vector products of one-token decoding about 1.5x faster (they are bound by
     memory, and every weight is read once per token). The logits change only by float
-    rounding (the sums run in another order). On a GPU nothing changes.
+    rounding (the sums run in another order). A model not on the CPU comes back unchanged.
 
     Linears that read the same input are stored side by side in one buffer (W_Q, W_K and
     W_V; SwiGLU's W_gate and W_in; :mod:`beforeqkv._joined`), each weight a view of its
     block, so one product computes them all: one call and one pass over memory instead
     of three (each weight keeps its name, shape and numbers).
     """
+    if next(model.parameters()).device.type != "cpu":
+        return model
     for module in model.modules():
-        if _on_cpu(module):
-            if isinstance(module, MultiHeadAttention):
-                join(module, ("W_Q", "W_K", "W_V"))
-            elif isinstance(module, MLP) and module.W_gate is not None:
-                join(module, ("W_gate", "W_in"))
-    for module in model.modules():
-        if isinstance(module, nn.Linear) and module.weight.device.type == "cpu" and module.weight.is_contiguous():
+        if isinstance(module, MultiHeadAttention):
+            join(module, ("W_Q", "W_K", "W_V"))
+        elif isinstance(module, MLP) and module.W_gate is not None:
+            join(module, ("W_gate", "W_in"))
+    for module in model.modules():  # the joined weights are (in, out) views already: not contiguous
+        if isinstance(module, nn.Linear) and module.weight.is_contiguous():
             w = module.weight
             module.weight = nn.Parameter(w.detach().t().contiguous().t(), requires_grad=w.requires_grad)
     tied = getattr(model, "W_U", None) is not None and getattr(model, "W_E", None) is not None
