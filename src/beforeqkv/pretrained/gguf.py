@@ -281,15 +281,25 @@ def quantize_q8_0(x: torch.Tensor) -> bytes:
     return blocks.tobytes()
 
 
+_QUANTIZE_BLOCKS = 1 << 16  # blocks quantised at a time: temporaries of 8 MB, not of the whole tensor
+
+
 def quantize_q4_1(x: torch.Tensor) -> bytes:
-    """float numbers (a multiple of 32) -> Q4_1 blocks: ``m = min``, ``d = (max - min) / 15``."""
+    """float numbers (a multiple of 32) -> Q4_1 blocks: ``m = min``, ``d = (max - min) / 15``.
+
+    Blocks are independent, so they are quantised a slice at a time: the same bytes, and
+    memory for the result plus one slice (chapter 11 quantises a 113 MB embedding)."""
     x = x.detach().float().reshape(-1, QK)  # (n_blocks, 32)
-    lo, hi = x.amin(dim=1, keepdim=True), x.amax(dim=1, keepdim=True)  # (n_blocks, 1)
-    d = (hi - lo) / 15
-    q = torch.where(d > 0, (x - lo) / d.clamp_min(1e-30), torch.zeros_like(x)).round().clamp(0, 15).to(torch.uint8)
     blocks = np.zeros(x.shape[0], dtype=_Q4_1)
-    blocks["d"], blocks["m"] = d[:, 0].numpy(), lo[:, 0].numpy()
-    blocks["q"] = (q[:, :16] | (q[:, 16:] << 4)).numpy()  # low nibble: 0-15, high: 16-31
+    for start in range(0, x.shape[0], _QUANTIZE_BLOCKS):
+        part = slice(start, start + _QUANTIZE_BLOCKS)
+        xs = x[part]
+        lo, hi = xs.amin(dim=1, keepdim=True), xs.amax(dim=1, keepdim=True)  # (n, 1)
+        d = (hi - lo) / 15
+        q = torch.where(d > 0, (xs - lo) / d.clamp_min(1e-30), torch.zeros_like(xs))
+        q = q.round().clamp(0, 15).to(torch.uint8)  # (n, 32)
+        blocks["d"][part], blocks["m"][part] = d[:, 0].numpy(), lo[:, 0].numpy()
+        blocks["q"][part] = (q[:, :16] | (q[:, 16:] << 4)).numpy()  # low nibble: 0-15, high: 16-31
     return blocks.tobytes()
 
 
