@@ -66,7 +66,10 @@ def test_setup_lets_freed_memory_be_reused_instead_of_faulting_in_fresh_pages():
     faults = {how: int(subprocess.run([sys.executable, "-c", code, how], capture_output=True, text=True,
                                       timeout=120, check=True).stdout)
               for how in ("default", "setup")}
-    assert faults["default"] > 3_000 and faults["setup"] < 1_000, faults
+    if faults["default"] == 0:
+        pytest.skip("this kernel does not count minor page faults (ru_minflt is 0)")
+    # a ratio, not a count: a busy machine faults more in both runs (seen: 40,507 and 1,156)
+    assert faults["setup"] * 10 <= faults["default"], faults
 
 
 def test_glue_returns_the_value_and_rejects_empty_names(capsys):
