@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import beforeqkv
+
 os.environ.setdefault("BEFOREQKV_PROGRESS", "0")
 # Strict checks: a checker that rejects a canonical answer raises, so no test passes by
 # printing a ✗. Tests of the lenient and graded modes set them with monkeypatch.
@@ -13,6 +15,7 @@ os.environ["BEFOREQKV_CHECKS"] = "strict"
 os.environ.pop("BEFOREQKV_GRADING", None)
 torch.set_num_threads(1)
 torch.set_flush_denormal(True)
+beforeqkv._full_float32()  # as setup() does: no TF32 on a GPU (cuDNN's default), same tolerances as a CPU
 
 DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device")])]

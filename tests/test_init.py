@@ -85,3 +85,12 @@ def test_sci_writes_powers_of_ten_as_a_book_does():
     assert beforeqkv.sci(0) == "0"
     with pytest.raises(ValueError):
         beforeqkv.sci(float("nan"))
+
+
+def test_setup_turns_tf32_off_so_a_gpu_computes_float32_in_float32():
+    """cuDNN multiplies float32 in TF32 by default (an LSTM then differs from the CPU by ~1e-3)."""
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
+    info = beforeqkv.setup(plot_style=False, quiet=True)
+    assert info["tf32"] is False
+    assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
+    assert torch.get_float32_matmul_precision() == "highest"

@@ -80,9 +80,11 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
     * Flush denormal floats to zero: a saturated softmax produces denormals,
       which are ~4x slower on CPUs (chapter 7).
     * Keep freed memory for reuse (Linux): :func:`_reuse_freed_memory`.
+    * float32 is float32 on every device: :func:`_full_float32` turns TF32 off.
     * One matplotlib style for every figure.
     """
     _reuse_freed_memory()
+    _full_float32()
     if threads is None:
         threads = int(os.environ.get("BEFOREQKV_THREADS", "1"))
     check_positive(threads=threads)
@@ -98,6 +100,7 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
         "device": str(get_device()),
         "threads": torch.get_num_threads(),
         "flush_denormal": flushed,
+        "tf32": False,  # _full_float32
     }
     if not quiet:
         # Two short lines: the banner is the first output of every chapter (<= 76 characters).
@@ -107,6 +110,22 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
                 "{threads} CPU thread(s) · denormals flushed: {flush_denormal}").format(
                     version=__version__, **info))
     return info
+
+
+def _full_float32() -> None:
+    """Compute float32 products in float32 on NVIDIA GPUs too (a no-op on a CPU).
+
+    By default cuDNN (convolutions, ``nn.RNN``/``nn.LSTM``) multiplies float32 tensors in TF32,
+    a tensor-core format with a 10-bit mantissa: on a GPU the book's LSTMs then differ from the
+    same weights on a CPU by ~1e-3 instead of ~1e-6. The book's policy is the same numbers, to
+    float32 rounding, on every device, so TF32 is off for matrix products and cuDNN alike
+    (both ``allow_tf32`` flags).
+    Its models are small enough that full float32 costs nothing noticeable.
+    """
+    # The allow_tf32 flags, not torch 2.9's fp32_precision: they exist in every torch the
+    # package accepts, and after fp32_precision is set torch refuses to read them (other code may).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
 
 def _reuse_freed_memory() -> bool:
