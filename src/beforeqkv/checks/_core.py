@@ -286,9 +286,10 @@ def _compare(fn, reference, cases, name, mistakes, atol, rtol, describe, errors)
                 name=name, case=label, got=tuple(got.shape), want=tuple(want.shape)) + extra)
         if _has_nan(got) and not _has_nan(want):
             raise CheckFailure(_("{name}: NaN on {case}.").format(name=name, case=label) + hint_line(NAN_HINT))
-        raise CheckFailure(_("{name}: wrong values on {case} (max abs error {error}). Compare your code with "
-                             "the derivation above.").format(name=name, case=label,
-                                                             error=f"{_max_err(got, want):.3g}") + extra)
+        raise CheckFailure(_("{name}: wrong values on {case} (max abs error {error}). Your output matches neither "
+                             "the reference nor any of the {n} typical mistakes this check knows: check each step "
+                             "of your code against the exercise's statement.").format(
+                                 name=name, case=label, error=f"{_max_err(got, want):.3g}", n=len(mistakes)) + extra)
 
 
 def _matching_mistake(fn, got, args, cases, mistakes, atol, rtol) -> str | None:
