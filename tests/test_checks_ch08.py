@@ -464,3 +464,46 @@ def test_a_mistake_the_check_does_not_know_gets_an_honest_message():
         checks.check_causal_attention(lambda q, k, v: _causal_attention(q, k, v) + 0.5)
     assert "derivation" not in str(err.value)
     assert "typical mistakes this check knows" in str(err.value)
+
+
+# ---------------------------------------------------------------- each exercise graded on its own
+def my_causal_attention(q, k, v):  # the reader's Exercise 8.2, wrong: no scale
+    return _attend(q, k, v, scale=1.0)
+
+
+class BlockOnMyAttention(Block):
+    """Exercise 8.3 written on the reader's own causal attention, as the chapter suggests."""
+
+    def __init__(self, d_model, n_heads, prenorm=True):
+        super().__init__(d_model, n_heads, prenorm=prenorm)
+
+    def attn(self, x):
+        B, T, _ = x.shape
+        q, k, v = (_split(W, x, self.n_heads) for W in (self.W_Q, self.W_K, self.W_V))  # (B, H, T, d_head)
+        return self.W_O(_merge(my_causal_attention(q, k, v)))
+
+
+def test_a_wrong_causal_attention_does_not_fail_the_block_that_calls_it(capsys):
+    with pytest.raises(CheckFailure, match="scale"):
+        checks.check_causal_attention(my_causal_attention)
+    assert checks.check_transformer_block(BlockOnMyAttention)
+    assert "in place of yours" in capsys.readouterr().out
+    assert globals()["my_causal_attention"] is my_causal_attention  # put back after the check
+    from beforeqkv.checks import grading
+    assert grading.verify("check_transformer_block", BlockOnMyAttention)
+
+
+def test_a_wrong_block_on_the_readers_attention_still_fails():
+    post_norm = type("PostNorm", (BlockOnMyAttention,), {
+        "__init__": lambda self, d, h: BlockOnMyAttention.__init__(self, d, h, prenorm=False)})
+    with pytest.raises(CheckFailure, match="post-norm"):
+        checks.check_transformer_block(post_norm)
+    from beforeqkv.checks import grading
+    with pytest.raises(AssertionError, match="post-norm"):
+        grading.verify("check_transformer_block", post_norm)
+    assert globals()["my_causal_attention"] is my_causal_attention
+
+
+def test_the_solution_block_gets_no_note_about_replaced_functions(capsys):
+    assert checks.check_transformer_block(Block)
+    assert "in place of yours" not in capsys.readouterr().out

@@ -245,3 +245,38 @@ def test_check_minilm_encoder_names_a_transposed_square_weight(weights):
 
     with pytest.raises(CheckFailure, match=r"\(out, in\)"):
         checks.check_minilm_encoder(square_transposed)
+
+
+# ---------------------------------------------------------------- Exercise 10.6 graded on its own
+MyBertBlock = PreNormAlways  # the reader's Exercise 10.5, wrong: always pre-norm
+
+
+def _encoder_on_my_block(eps=1e-12):
+    """Exercise 10.6 as the chapter writes it: the blocks are the reader's MyBertBlock, by name."""
+    def my_minilm(tensors, tokens, mask):
+        e, T = "embeddings.", tokens.shape[1]
+        x = tensors[e + "word_embeddings.weight"][tokens] + tensors[e + "position_embeddings.weight"][:T]
+        x = x + tensors[e + "token_type_embeddings.weight"][0]  # (B, T, d)
+        x = F.layer_norm(x, (384,), tensors[e + "LayerNorm.weight"], tensors[e + "LayerNorm.bias"], eps=eps)
+        with torch.no_grad():
+            for i in range(6):
+                block = MyBertBlock()
+                block.load_state_dict({f"{ours}.{part}": tensors[f"encoder.layer.{i}.{hf}.{part}"]
+                                       for hf, ours in NAMES.items() for part in ("weight", "bias")})
+                x = block(x, mask)  # (B, T, d)
+        m = mask.unsqueeze(-1).float()  # (B, T, 1)
+        return F.normalize((x * m).sum(1) / m.sum(1), dim=-1)
+    return my_minilm
+
+
+def test_a_wrong_block_does_not_fail_the_encoder_that_uses_it(weights, capsys):
+    with pytest.raises(CheckFailure, match="normalises the SUM"):
+        checks.check_minilm_block(MyBertBlock)
+    assert checks.check_minilm_encoder(_encoder_on_my_block())
+    assert "MyBertBlock in place of yours" in capsys.readouterr().out
+    assert globals()["MyBertBlock"] is PreNormAlways
+
+
+def test_a_wrong_encoder_on_the_readers_block_still_fails(weights):
+    with pytest.raises(CheckFailure, match="eps = 1e-12"):
+        checks.check_minilm_encoder(_encoder_on_my_block(eps=1e-5))

@@ -164,6 +164,7 @@ def _reader_llama(pairs=False, repeat=False, final_norm=True, eps="inside", gain
                 x = _rms(x, self.norm_final, self.c.norm_eps, eps, gain)
             return self.W_U(x) if untied else x @ self.W_E.weight.T
 
+    MyLlama.Block = Block
     return MyLlama
 
 
@@ -323,3 +324,68 @@ def test_at_least_nine_in_ten_typical_mistakes_of_each_exercise_are_named():
     for exercise, (check, broken) in cases.items():
         named = sum(_named(check, b) for b in broken)
         assert len(broken) >= 5 and named >= 0.9 * len(broken), (exercise, named, len(broken))
+
+
+# ------------------------------------------------------------------ Exercise 11.6 graded on its own
+def my_rmsnorm(x, weight, eps):  # the reader's Exercise 11.1, wrong: LayerNorm
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], eps=eps) * weight
+
+
+def my_rotary(q, base):  # the reader's Exercise 11.2, wrong: adjacent pairs
+    return _rotate(q, base, pairs=True)
+
+
+def _llama_on_my_functions(rope_keys=True):
+    """Exercise 11.6 written on the reader's my_rmsnorm and my_rotary, as the chapter asks."""
+    base = _reader_llama()
+
+    class Block(base.Block):
+        def forward(self, x):
+            c, (b, t, _) = self.c, x.shape
+            h = my_rmsnorm(x, self.norm_attn, c.norm_eps)
+
+            def heads(W, n):
+                return W(h).view(b, t, n, self.d_head).transpose(1, 2)
+
+            q = my_rotary(heads(self.W_Q, c.n_heads), c.rope_base)
+            k = heads(self.W_K, c.n_kv_heads)
+            k = my_rotary(k, c.rope_base) if rope_keys else k
+            group = c.n_heads // c.n_kv_heads
+            k, v = (z.repeat_interleave(group, 1) for z in (k, heads(self.W_V, c.n_kv_heads)))
+            s = (q @ k.transpose(-2, -1) / self.d_head ** 0.5).masked_fill(
+                torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+            x = x + self.W_O((s.softmax(-1) @ v).transpose(1, 2).reshape(b, t, -1))
+            h = my_rmsnorm(x, self.norm_mlp, c.norm_eps)
+            return x + self.W_out(F.silu(self.W_gate(h)) * self.W_in(h))
+
+    class MyLlama(base):
+        def __init__(self, c):
+            super().__init__(c)
+            self.blocks = nn.ModuleList([Block(c) for _ in range(c.n_layers)])
+
+        def forward(self, tokens):
+            x = self.W_E(tokens)
+            for block in self.blocks:
+                x = block(x)
+            return my_rmsnorm(x, self.norm_final, self.c.norm_eps) @ self.W_E.weight.T
+
+    return MyLlama
+
+
+def test_wrong_rmsnorm_and_rotary_do_not_fail_the_llama_that_calls_them(capsys):
+    with pytest.raises(CheckFailure, match="LayerNorm"):
+        checks.check_rmsnorm(my_rmsnorm)
+    with pytest.raises(CheckFailure, match="rotate-half"):
+        checks.check_rotary(my_rotary)
+    assert checks.check_llama(_llama_on_my_functions())
+    out = capsys.readouterr().out
+    assert "my_rmsnorm, my_rotary" in out and "in place of yours" in out
+    assert globals()["my_rotary"] is my_rotary and globals()["my_rmsnorm"] is my_rmsnorm
+    from beforeqkv.checks import grading
+    assert grading.verify("check_llama", _llama_on_my_functions())
+
+
+def test_a_wrong_llama_on_the_readers_functions_still_fails():
+    with pytest.raises(CheckFailure, match="you rotated the queries only"):
+        checks.check_llama(_llama_on_my_functions(rope_keys=False))
+    assert globals()["my_rotary"] is my_rotary

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _core
+from ..attention import apply_rotary, rotary_tables
 from ..i18n import N_, _
 from ..models import GPT, TransformerConfig
 from .ch08 import _randomise
@@ -96,6 +97,21 @@ def written_out(model, tokens, *, pairs=False, repeat=False, final_norm=True, ep
     if final_norm:
         x = norm(x, model.norm_final.weight)
     return x @ model.W_E.weight.T  # (B, T, d_vocab): W_U = W_E
+
+
+def reference_rmsnorm(x, weight, eps):
+    """Exercise 11.1's answer, the package's way: x / sqrt(mean(x^2) + eps) * weight over the last axis."""
+    return x * (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt() * weight  # (..., d)
+
+
+def reference_rotary(q, base):
+    """Exercise 11.2's answer: q (..., T, d_head) turned by rotary positions 0..T-1 (rotate-half)."""
+    cos, sin = rotary_tables(q.shape[-2], q.shape[-1], base=base, device=q.device, dtype=q.dtype)  # (T, d_head)
+    return apply_rotary(q, cos, sin)
+
+
+# Exercise 11.6 calls the reader's functions of Exercises 11.1 and 11.2: its checks call the package's.
+EARLIER_PARTS = {"my_rmsnorm": reference_rmsnorm, "my_rotary": reference_rotary}
 
 
 UNTIED = N_("SmolLM2 has no W_U of its own: the unembedding is tied to the embedding, "
@@ -202,12 +218,14 @@ def check_llama(cls):
         return wrong
 
     mistakes = {hint: mistake(how) for hint, how in MISTAKES.items()}
-    try:
-        _core._compare(run, reference, list(_cases()), "Llama GPT", mistakes, 1e-4, 1e-4,
-                       lambda a: _("tokens {shape}, config {config}").format(
-                           shape=tuple(a[0].shape), config=dict(a[1]) or _("default")), ERRORS)
-    except CheckFailure as err:
-        return _core._report("llama", err, getattr(cls, "forward", None))
+    with _core.earlier_parts(cls, EARLIER_PARTS) as replaced:
+        try:
+            _core._compare(run, reference, list(_cases()), "Llama GPT", mistakes, 1e-4, 1e-4,
+                           lambda a: _("tokens {shape}, config {config}").format(
+                               shape=tuple(a[0].shape), config=dict(a[1]) or _("default")), ERRORS)
+        except CheckFailure as err:
+            return _core._report("llama", err, getattr(cls, "forward", None))
+    _core.used_the_package(replaced)
     _core.passed(_("Llama GPT matches the package's on every case"))
     return _core.CheckResult("llama", True)
 
@@ -236,6 +254,13 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
     ``new_tokens`` greedy tokens (each step re-reads the sequence) must be the package's.
     """
     LAST_RUN.clear()
+    with _core.earlier_parts(cls, EARLIER_PARTS) as replaced:
+        result = _check_smollm2(cls, lm, new_tokens)
+    _core.used_the_package(replaced)
+    return result
+
+
+def _check_smollm2(cls, lm, new_tokens):
     mine = _load(cls, lm.model, meta=True)
     ids = lm.tokenize("The capital of France is")
     tokens = torch.tensor([ids], device=lm.device)  # (1, T)

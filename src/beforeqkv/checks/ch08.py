@@ -229,12 +229,18 @@ def _report(cls, name, run, reference, cases, mistakes, describe, errors=None):
     return _core.CheckResult(name, True)
 
 
+# Exercise 8.3 may call the reader's functions of Exercises 8.1 and 8.2: the check calls the package's.
+EARLIER_PARTS = {"my_causal_mask": lambda t: causal_mask(t), "my_causal_attention": _canonical}
+
+
 def check_transformer_block(block_cls):
     """Check a pre-norm block class ``block_cls(d_model, n_heads)``, x (B, T, d_model) -> same.
 
     On each case the checker builds a ``models.TransformerBlock`` with seeded random weights,
     copies them into the reader's block with ``load_state_dict(reader_weights(package_block))``
-    and compares the two outputs. A wrong block is compared with the mistakes of causal
+    and compares the two outputs. Where the block calls ``my_causal_mask`` or
+    ``my_causal_attention`` (Exercises 8.1, 8.2), the package's versions stand in for them
+    (``EARLIER_PARTS``), so only the block is graded. A wrong block is compared with the mistakes of causal
     attention (``ATTENTION_MISTAKES``, per head), of the heads' split and merge
     (``HEAD_MISTAKES``) and of the block itself.
     """
@@ -254,9 +260,13 @@ def check_transformer_block(block_cls):
                 return wrong(x, n_heads, seed)
         return run_wrong
 
-    return _report(block_cls, N_("Transformer block"), run, reference, _block_cases(),
-                   {hint: mistake(wrong) for hint, wrong in _block_mistakes().items()},
-                   lambda a: _("x of shape {shape}, n_heads={n_heads}").format(shape=tuple(a[0].shape), n_heads=a[1]))
+    with _core.earlier_parts(block_cls, EARLIER_PARTS) as replaced:
+        result = _report(block_cls, N_("Transformer block"), run, reference, _block_cases(),
+                         {hint: mistake(wrong) for hint, wrong in _block_mistakes().items()},
+                         lambda a: _("x of shape {shape}, n_heads={n_heads}").format(
+                             shape=tuple(a[0].shape), n_heads=a[1]))
+    _core.used_the_package(replaced)
+    return result
 
 
 GPT_SIZES = ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers")
