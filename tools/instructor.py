@@ -43,7 +43,7 @@ def _rows(path: Path, key: dict) -> list[str]:
             lines.append(f"- **{where}** (`{m.group(1)}`): **{entry['answer']!r}**. {entry['explanation']}")
         elif hw.get("kind") == "open" and cell.cell_type == "markdown":
             body = assignments.BLOCK.search(cell.source)
-            text = (body.group(1) if body else cell.source).strip().replace("\n", " ")
+            text = (body.group(2) if body else cell.source).strip().replace("\n", " ")  # group 1 is the indent
             lines.append(f"- **Exercise {hw.get('exercise')}** (open, model answer): {text}")
     return lines
 
