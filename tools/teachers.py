@@ -36,8 +36,10 @@ no GPU and no internet after installation, and ends with exercises of three kind
   8.1-8.2, 10.6 on 10.1 and 10.5, 11.6 on 11.1-11.2) is checked with the package's version
   of the earlier functions in place of the student's, so one mistake costs points once.
 - **Prediction** (predict, then run): the student writes an answer before running the
-  experiment; the check accepts it in any natural form (`1`, `"1"`, `1.0`; case and
-  spacing) and explains the result once it is right. A wrong prediction is told so with a
+  experiment; the check accepts it in any natural form (`1`, `"1"`, `1.0`, `1/2`; case and
+  spacing), a number within the tolerance given in its question whatever its digits (a
+  right value rounded too coarsely gets a hint about the rounding), and explains the
+  result once it is right. A wrong prediction is told so with a
   hint, never with the answer, so the student can think again; the experiment that follows
   measures the answer. The package does not hold the answers: it stores a salted hash of
   each and the explanation encrypted under it, so neither `checks??`, the installed package,

@@ -369,7 +369,8 @@ def check_gpt(gpt_cls):
 
 register_question(
     "ch8_iid_floor",
-    digits=1,
+    digits=2,
+    tolerance=0.05,  # the question says "to within 0.05"
     hint=N_("what is the best guess when the next token does not depend on the past, and what "
             "loss does it get?"),
     reveals=["ch8_ln16", "ch8_mask_parallel", "ch8_mask_prefix"],

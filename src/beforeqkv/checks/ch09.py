@@ -100,7 +100,8 @@ def check_swiglu_slot_weights(fn):
 
 register_question(
     "ch9_handwritten_3m_4c",
-    digits=1,
+    digits=2,
+    tolerance=0.05,  # the question says "to within 0.05"
     hint=N_("what does the memory output for a fact without a slot, and how often is that right?"),
     reveals=["ch9_hand_3m_4c"],
 )
