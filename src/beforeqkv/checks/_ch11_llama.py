@@ -18,6 +18,7 @@ from ..attention import apply_rotary, rotary_tables
 from ..i18n import N_, _
 from ..models import GPT, TransformerConfig
 from .ch08 import _randomise
+from ._earlier import earlier_parts, used_the_package
 from ._core import CheckFailure, checker
 
 __all__ = ["check_llama", "check_smollm2", "llama_weights", "llama_config"]
@@ -218,14 +219,14 @@ def check_llama(cls):
         return wrong
 
     mistakes = {hint: mistake(how) for hint, how in MISTAKES.items()}
-    with _core.earlier_parts(cls, EARLIER_PARTS) as replaced:
+    with earlier_parts(cls, EARLIER_PARTS) as replaced:
         try:
             _core._compare(run, reference, list(_cases()), "Llama GPT", mistakes, 1e-4, 1e-4,
                            lambda a: _("tokens {shape}, config {config}").format(
                                shape=tuple(a[0].shape), config=dict(a[1]) or _("default")), ERRORS)
         except CheckFailure as err:
             return _core._report("llama", err, getattr(cls, "forward", None))
-    _core.used_the_package(replaced)
+    used_the_package(replaced)
     _core.passed(_("Llama GPT matches the package's on every case"))
     return _core.CheckResult("llama", True)
 
@@ -254,9 +255,9 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
     ``new_tokens`` greedy tokens (each step re-reads the sequence) must be the package's.
     """
     LAST_RUN.clear()
-    with _core.earlier_parts(cls, EARLIER_PARTS) as replaced:
+    with earlier_parts(cls, EARLIER_PARTS) as replaced:
         result = _check_smollm2(cls, lm, new_tokens)
-    _core.used_the_package(replaced)
+    used_the_package(replaced)
     return result
 
 

@@ -24,10 +24,8 @@ itself should be decorated with :func:`checker`.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import types
 import re
 import sys
 import traceback
@@ -43,8 +41,7 @@ from ._failed import failed
 
 __all__ = ["CheckFailure", "CheckResult", "compare", "passed", "register_question",
            "check_prediction", "explain", "checker", "mode", "configure", "QUESTIONS",
-           "canonical", "is_right", "tr", "hint_line", "not_implemented", "matches_everywhere",
-           "earlier_parts", "used_the_package"]
+           "canonical", "is_right", "tr", "hint_line", "not_implemented", "matches_everywhere"]
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])  # .../beforeqkv
 _NESTED = 0  # > 0 while a @checker function runs: failures go up to it, reported once
@@ -168,76 +165,6 @@ def checker(func: Callable) -> Callable:
             return _report(func.__name__.removeprefix("check_"), failure, args[0] if args else None)
         return result if isinstance(result, CheckResult) else CheckResult(func.__name__, True)
     return wrapper
-
-
-# ---------------------------------------------------------------- one exercise, graded on its own
-def _readers_own(obj) -> bool:
-    """Whether ``obj`` is a function or class the reader wrote (not torch's, the package's or Python's)."""
-    module = getattr(obj, "__module__", None) or ""
-    return (isinstance(obj, (types.FunctionType, type))
-            and not module.startswith(("torch", "beforeqkv", "builtins", "typing", "functools")))
-
-
-def _functions(obj, seen=None) -> list:
-    """The reader's functions ``obj`` may run: itself or a class's methods, and the reader's functions
-    and classes those read by name (so ``MyLlama`` brings ``MyLlamaBlock`` and its methods)."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen or not _readers_own(obj):
-        return []
-    seen.add(id(obj))
-    own = [obj] if isinstance(obj, types.FunctionType) else [
-        v for k in obj.__mro__ if _readers_own(k) for v in vars(k).values() if isinstance(v, types.FunctionType)]
-    found = list(own)
-    for fn in own:
-        for name in _global_names(fn.__code__):
-            found += _functions(fn.__globals__.get(name), seen)
-        for cell in fn.__closure__ or ():  # classes and functions defined in an enclosing function
-            with contextlib.suppress(ValueError):  # an empty cell
-                found += _functions(cell.cell_contents, seen)
-    return found
-
-
-def _global_names(code) -> set:
-    """The global names a code object (and the functions nested in it) may read."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
-
-
-@contextlib.contextmanager
-def earlier_parts(obj, references: Mapping[str, Callable]):
-    """While ``obj`` is checked, the earlier exercises' functions it calls are the package's.
-
-    references: the reader's name of an earlier exercise's function (``"my_causal_attention"``)
-    -> the package's version with the same signature. A name is replaced, in the namespace
-    where ``obj``'s code looks it up, only where that code reads it; it is put back afterwards.
-    So a mistake of an earlier exercise costs points once, in that exercise's own check.
-    Yields the names replaced.
-    """
-    swapped, seen = [], set()
-    for fn in _functions(obj):
-        space = fn.__globals__
-        if str(space.get("__name__", "")).startswith("beforeqkv"):
-            continue
-        for name in _global_names(fn.__code__) & set(references):
-            if name in space and space[name] is not references[name] and (id(space), name) not in seen:
-                seen.add((id(space), name))
-                swapped.append((space, name, space[name]))
-                space[name] = references[name]
-    try:
-        yield sorted({name for __, name, __ in swapped})
-    finally:
-        for space, name, mine in reversed(swapped):
-            space[name] = mine
-
-
-def used_the_package(names) -> None:
-    """Say that a check used the package's versions of the earlier exercises named ``names``."""
-    if names:
-        print(_("(this check called the package's version of {names} in place of yours, so that a mistake "
-                "there costs points once, in its own exercise)").format(names=", ".join(names)))
 
 
 # ---------------------------------------------------------------- comparing functions

@@ -11,6 +11,7 @@ from ..attention import attend, causal_mask
 from ..i18n import N_, _
 from ..models import GPT, TransformerConfig, TransformerBlock
 from ._ch08_mistakes import ATTENTION_MISTAKES, HEAD_MISTAKES, _filled, _merge, _split
+from ._earlier import earlier_parts, used_the_package
 from ._core import CheckFailure, checker, compare, register_question
 
 __all__ = ["check_causal_mask", "check_causal_attention", "check_transformer_block", "check_gpt",
@@ -260,12 +261,12 @@ def check_transformer_block(block_cls):
                 return wrong(x, n_heads, seed)
         return run_wrong
 
-    with _core.earlier_parts(block_cls, EARLIER_PARTS) as replaced:
+    with earlier_parts(block_cls, EARLIER_PARTS) as replaced:
         result = _report(block_cls, N_("Transformer block"), run, reference, _block_cases(),
                          {hint: mistake(wrong) for hint, wrong in _block_mistakes().items()},
                          lambda a: _("x of shape {shape}, n_heads={n_heads}").format(
                              shape=tuple(a[0].shape), n_heads=a[1]))
-    _core.used_the_package(replaced)
+    used_the_package(replaced)
     return result
 
 
