@@ -280,3 +280,27 @@ def test_a_wrong_block_does_not_fail_the_encoder_that_uses_it(weights, capsys):
 def test_a_wrong_encoder_on_the_readers_block_still_fails(weights):
     with pytest.raises(CheckFailure, match="eps = 1e-12"):
         checks.check_minilm_encoder(_encoder_on_my_block(eps=1e-5))
+
+
+def my_load_block(tensors, i):  # Exercise 10.6's helper, as the chapter writes it: builds MyBertBlock
+    block = MyBertBlock()
+    block.load_state_dict({f"{ours}.{part}": tensors[f"encoder.layer.{i}.{hf}.{part}"]
+                           for hf, ours in NAMES.items() for part in ("weight", "bias")})
+    return block.eval()
+
+
+def my_minilm(tensors, tokens, mask):  # reaches MyBertBlock only through my_load_block
+    e, T = "embeddings.", tokens.shape[1]
+    x = tensors[e + "word_embeddings.weight"][tokens] + tensors[e + "position_embeddings.weight"][:T]
+    x = x + tensors[e + "token_type_embeddings.weight"][0]  # (B, T, d)
+    x = F.layer_norm(x, (384,), tensors[e + "LayerNorm.weight"], tensors[e + "LayerNorm.bias"], eps=1e-12)
+    with torch.no_grad():
+        for i in range(6):
+            x = my_load_block(tensors, i)(x, mask)  # (B, T, d)
+    m = mask.unsqueeze(-1).float()  # (B, T, 1)
+    return F.normalize((x * m).sum(1) / m.sum(1), dim=-1)
+
+
+def test_the_block_is_replaced_through_the_readers_helper_function(weights):
+    assert checks.check_minilm_encoder(my_minilm)
+    assert globals()["MyBertBlock"] is PreNormAlways
