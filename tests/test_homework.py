@@ -183,6 +183,14 @@ def test_the_answer_key_holds_every_model_answer():
             assert len(answer) > 80 and "SOLUTION" not in answer, (path.name, row[:120])
 
 
+def test_the_answer_key_gives_a_numeric_predictions_tolerance():
+    import instructor
+    key = json.loads(instructor.KEY.read_text(encoding="utf-8"))
+    rows = instructor._rows(BOOK / "08_transformer.ipynb", key)
+    assert any("(`ch8_iid_floor`)" in r and "(accepted within 0.05)" in r for r in rows)
+    assert not any("(`ch8_residual_no_norm`)" in r and "accepted within" in r for r in rows)
+
+
 # ---------------------------------------------------------------- release notebooks (nbgrader)
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
