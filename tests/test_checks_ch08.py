@@ -507,3 +507,14 @@ def test_a_wrong_block_on_the_readers_attention_still_fails():
 def test_the_solution_block_gets_no_note_about_replaced_functions(capsys):
     assert checks.check_transformer_block(Block)
     assert "in place of yours" not in capsys.readouterr().out
+
+
+def test_the_swap_reaches_a_notebooks_code_and_leaves_installed_code_alone():
+    import json
+    import types
+
+    from beforeqkv.checks import _earlier
+    main = types.FunctionType(compile("def f(): pass", "<cell>", "exec").co_consts[0], {"__name__": "__main__"})
+    main.__module__ = "__main__"
+    assert _earlier._readers_own(main) and _earlier._readers_own(BlockOnMyAttention)
+    assert not _earlier._readers_own(json.dumps) and not _earlier._readers_own(torch.nn.Linear)

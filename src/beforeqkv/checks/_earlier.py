@@ -9,6 +9,7 @@ the check runs, and :func:`used_the_package` says so in one line.
 from __future__ import annotations
 
 import contextlib
+import sys
 import types
 from typing import Callable, Mapping
 
@@ -17,10 +18,18 @@ from ..i18n import _
 __all__ = ["earlier_parts", "used_the_package"]
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` comes from an installed distribution (site-packages) or the standard library."""
+    if module == "__main__":  # a notebook's or a script's own code (a kernel's launcher may sit in site-packages)
+        return False
+    path = str(getattr(sys.modules.get(module), "__file__", "") or "")
+    return any(part in path for part in ("site-packages", "dist-packages")) or module in sys.stdlib_module_names
+
+
 def _readers_own(obj) -> bool:
     """Whether ``obj`` is a function or class the reader wrote (not torch's, the package's or Python's)."""
     module = getattr(obj, "__module__", None) or ""
-    return (isinstance(obj, (types.FunctionType, type))
+    return (isinstance(obj, (types.FunctionType, type)) and not _installed(module.split(".")[0])
             and not module.startswith(("torch", "beforeqkv", "builtins", "typing", "functools")))
 
 
