@@ -105,17 +105,20 @@ class BertBlock(torch.nn.Module):
         self.norm_mlp = torch.nn.LayerNorm(d_model, eps=1e-12)
 
     scale, causal, use_mask, act = True, False, True, staticmethod(F.gelu)
+    out_proj, one_head, softmax_dim = True, False, -1
 
     def attn(self, x, mask):
-        B, T, _ = x.shape
-        q, k, v = (W(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)
+        B, T, d = x.shape
+        n = 1 if self.one_head else self.n_heads
+        q, k, v = (W(x).view(B, T, n, d // n).transpose(1, 2)
                    for W in (self.W_Q, self.W_K, self.W_V))  # (B, H, T, d_head)
-        s = q @ k.transpose(-2, -1) / (math.sqrt(self.d_head) if self.scale else 1)  # (B, H, T, T)
+        s = q @ k.transpose(-2, -1) / (math.sqrt(d // n) if self.scale else 1)  # (B, H, T, T)
         if self.use_mask:
             s = s.masked_fill(~mask[:, None, None, :], float("-inf"))
         if self.causal:
             s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-        return self.W_O((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, -1))
+        z = (s.softmax(self.softmax_dim) @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, d)
+        return self.W_O(z) if self.out_proj else z
 
     def mlp(self, x):
         return self.W_out(self.act(self.W_in(x)))
@@ -168,6 +171,9 @@ def test_check_minilm_block_passes_the_solution(capsys):
     (_variant(scale=False), r"1/sqrt\(d_head\) scale is missing"),
     (_variant(act=staticmethod(F.relu)), "not ReLU"),
     (_variant(act=staticmethod(lambda z: F.gelu(z, approximate="tanh"))), "tanh approximation"),
+    (_variant(out_proj=False), "output projection: return W_O"),
+    (_variant(one_head=True), "you computed one head over all of d_model"),
+    (_variant(softmax_dim=-2), "softmax runs over the keys"),
 ])
 def test_check_minilm_block_rejects_typical_mistakes_with_a_hint(wrong, hint):
     with pytest.raises(CheckFailure, match=hint):

@@ -99,6 +99,35 @@ def _unscaled(x, mask, sizes, post_norm, seed):
         return block(x, mask=mask[:, None, None, :], causal=False)
 
 
+def _written_out(x, mask, sizes, post_norm, seed, *, project=True, n_heads=None, softmax_dim=-1):
+    """The reference block written out with the package block's weights; the options make the mistakes."""
+    blk = _package_block(sizes, seed, post_norm)
+    a, m, n = blk.attn, blk.mlp, sizes[1] if n_heads is None else n_heads
+
+    def attn(h):
+        b, t, d = h.shape
+        q, k, v = (W(h).view(b, t, n, d // n).transpose(1, 2) for W in (a.W_Q, a.W_K, a.W_V))  # (B, H, T, d_head)
+        s = (q @ k.transpose(-2, -1) / math.sqrt(d // n)).masked_fill(~mask[:, None, None, :], float("-inf"))
+        z = (s.softmax(softmax_dim) @ v).transpose(1, 2).reshape(b, t, d)  # (B, T, d)
+        return a.W_O(z) if project else z
+
+    def mlp(h):
+        return m.W_out(F.gelu(m.W_in(h)))
+
+    with torch.no_grad():
+        if post_norm:
+            x = blk.norm_attn(x + attn(x))
+            return blk.norm_mlp(x + mlp(x))
+        x = x + attn(blk.norm_attn(x))
+        return x + mlp(blk.norm_mlp(x))
+
+
+def _one_head(x, mask, sizes, post_norm, seed):
+    if sizes[1] == 1:
+        raise ValueError("one head was asked for: not a mistake here")  # the mistake does not apply
+    return _written_out(x, mask, sizes, post_norm, seed, n_heads=1)
+
+
 BLOCK_MISTAKES = {
     N_("with post_norm=True the block normalises the SUM, as BERT does: x = LN(x + attn(x)), then "
        "x = LN(x + mlp(x)); you wrote chapter 8's pre-norm x + attn(LN(x))."):
@@ -117,6 +146,12 @@ BLOCK_MISTAKES = {
         lambda x, m, s, p, seed: _block_reference(x, m, s, p, seed, activation="relu"),
     N_("BERT's GELU is the exact (erf) one, F.gelu(x), not the tanh approximation."):
         lambda x, m, s, p, seed: _block_reference(x, m, s, p, seed, activation="gelu_tanh"),
+    N_("the heads' concatenation goes through the output projection: return W_O(z), not z."):
+        lambda *a: _written_out(*a, project=False),
+    N_("split q, k and v into n_heads heads of width d_head = d_model / n_heads, each with its own "
+       "softmax: you computed one head over all of d_model."): _one_head,
+    N_("the attention's softmax runs over the keys, the last axis of the scores (dim=-1), not over the "
+       "queries."): lambda *a: _written_out(*a, softmax_dim=-2),
 }
 
 
