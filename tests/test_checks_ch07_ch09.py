@@ -198,7 +198,7 @@ def test_check_ffn_as_slots_explains_rows_versus_columns_of_w_out():
         checks.check_ffn_as_slots(lambda x, Wi, bi, Wo, bo: F.relu(x @ Wi.T + bi) @ Wo + bo)
 
 
-def test_ch9_prediction_accepts_numbers_at_one_decimal():
+def test_ch9_prediction_accepts_numbers_within_its_tolerance():
     assert checks.check_prediction("ch9_handwritten_3m_4c", 0.5)
     assert checks.check_prediction("ch9_handwritten_3m_4c", 0.46)
     with pytest.raises(CheckFailure):

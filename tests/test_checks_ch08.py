@@ -125,13 +125,13 @@ import torch.nn.functional as F  # noqa: E402
 from beforeqkv import models  # noqa: E402
 
 
-def _attend(q, k, v, scale=None, fill=float("-inf"), mask=None, blocked_given=False):
+def _attend(q, k, v, scale=None, fill=float("-inf"), mask=None, blocked_given=False, dim=-1):
     """A reader's causal attention per head, (..., T, d) -> (..., T, d); the options break it."""
     t = q.shape[-2]
     allowed = torch.ones(t, t, dtype=torch.bool).tril() if mask is None else mask  # (T, T)
     s = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (..., T, T)
     s = s.masked_fill(allowed if blocked_given else ~allowed, fill)
-    return torch.softmax(s, dim=-1) @ v
+    return torch.softmax(s, dim=dim) @ v
 
 
 # A reader's version of every mistake in ch08.ATTENTION_MISTAKES, written independently of it.
@@ -144,6 +144,8 @@ BROKEN_ATTENTION = {
     "scale_by_d": lambda q, k, v: _attend(q, k, v, scale=1 / q.shape[-1]),
     "flipped_mask": lambda q, k, v: _attend(q, k, v, mask=torch.ones(q.shape[-2], q.shape[-2]).triu().bool()),
     "no_diagonal": lambda q, k, v: _attend(q, k, v, mask=torch.ones(q.shape[-2], q.shape[-2]).tril(-1).bool()),
+    "softmax_over_queries": lambda q, k, v: _attend(q, k, v, dim=-2),
+    "scale_multiplied": lambda q, k, v: _attend(q, k, v, scale=math.sqrt(q.shape[-1])),
 }
 
 
@@ -181,9 +183,13 @@ class Block(nn.Module):
     """The chapter's solution; the flags build the typical broken variants."""
 
     def __init__(self, d_model, n_heads, prenorm=True, residual=True, causal=True, scale=None, act=F.gelu,
-                 attention=None, split_transpose=True, merge="right"):
+                 attention=None, split_transpose=True, merge="right", out_proj=True, residual_from="x",
+                 one_head=False, mlp_norm="norm_mlp", norms=True, parallel=False):
         super().__init__()
+        n_heads = 1 if one_head else n_heads
         self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.out_proj, self.residual_from, self.mlp_norm = out_proj, residual_from, mlp_norm
+        self.norms, self.parallel = norms, parallel
         self.W_Q, self.W_K = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
         self.W_V, self.W_O = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
         self.W_in, self.W_out = nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model)
@@ -197,22 +203,36 @@ class Block(nn.Module):
         q, k, v = (_split(W, x, self.n_heads, self.split_transpose)
                    for W in (self.W_Q, self.W_K, self.W_V))  # (B, H, T, d_head)
         if self.attention is not None:
-            return self.W_O(_merge(self.attention(q, k, v), self.merge))
-        s = q @ k.transpose(-2, -1) * self.scale  # (B, H, T, T)
-        if self.causal:
-            s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-        return self.W_O(_merge(torch.softmax(s, dim=-1) @ v, self.merge))  # (B, T, d_model)
+            z = _merge(self.attention(q, k, v), self.merge)
+        else:
+            s = q @ k.transpose(-2, -1) * self.scale  # (B, H, T, T)
+            if self.causal:
+                s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+            z = _merge(torch.softmax(s, dim=-1) @ v, self.merge)  # (B, T, d_model)
+        return self.W_O(z) if self.out_proj else z
 
     def mlp(self, x):
         return self.W_out(self.act(self.W_in(x)))
 
     def forward(self, x):
+        if self.residual_from != "x" or not self.norms or self.parallel or self.mlp_norm != "norm_mlp":
+            return self._broken_forward(x)
         for f, norm in ((self.attn, self.norm_attn), (self.mlp, self.norm_mlp)):
             if self.prenorm:
                 x = x + f(norm(x)) if self.residual else f(norm(x))
             else:
                 x = norm(x + f(x)) if self.residual else norm(f(x))
         return x
+
+    def _broken_forward(self, x):
+        def norm(layer, z):
+            return layer(z) if self.norms else z
+        h = norm(self.norm_attn, x)
+        y = (h if self.residual_from == "normed" else x) + self.attn(h)
+        if self.parallel:
+            return y + self.mlp(norm(self.norm_mlp, x))
+        h = norm(getattr(self, self.mlp_norm), y)
+        return (h if self.residual_from == "normed" else y) + self.mlp(h)
 
 
 def _variant(**flags):
@@ -279,8 +299,10 @@ def test_check_transformer_block_reports_not_implemented_and_wrong_names():
 
 
 class GPT(nn.Module):
-    def __init__(self, d_vocab, n_ctx, d_model, n_heads, n_layers, block=Block, positions=True, final_norm=True):
+    def __init__(self, d_vocab, n_ctx, d_model, n_heads, n_layers, block=Block, positions=True, final_norm=True,
+                 **broken):
         super().__init__()
+        self.broken = broken  # reversed, unchained, extra_residual, softmax, sqrt_d, tied, pos_by_token
         self.W_E, self.W_pos = nn.Embedding(d_vocab, d_model), nn.Embedding(n_ctx, d_model)
         self.blocks = nn.ModuleList(block(d_model, n_heads) for _ in range(n_layers))
         self.norm_final = nn.LayerNorm(d_model)
@@ -288,12 +310,25 @@ class GPT(nn.Module):
         self.positions, self.final_norm = positions, final_norm
 
     def forward(self, tokens):
+        if self.broken:
+            return self._broken_forward(tokens, **self.broken)
         x = self.W_E(tokens)  # (B, T, d_model)
         if self.positions:
             x = x + self.W_pos(torch.arange(tokens.shape[1]))
         for block in self.blocks:
             x = block(x)
         return self.W_U(self.norm_final(x) if self.final_norm else x)  # (B, T, d_vocab)
+
+    def _broken_forward(self, tokens, reversed=False, unchained=False, extra_residual=False, softmax=False,
+                        sqrt_d=False, tied=False, pos_by_token=False):
+        x = self.W_E(tokens) * (self.W_E.weight.shape[1] ** 0.5 if sqrt_d else 1.0)
+        x = x + self.W_pos(tokens if pos_by_token else torch.arange(tokens.shape[1]))
+        h = x
+        for block in (self.blocks[::-1] if reversed else self.blocks):
+            h = block(x) if unchained else h + block(h) if extra_residual else block(h)
+        h = self.norm_final(h)
+        logits = h @ self.W_E.weight.T if tied else self.W_U(h)
+        return logits.softmax(-1) if softmax else logits
 
 
 def _gpt_variant(**flags):
@@ -338,3 +373,148 @@ def test_check_gpt_asks_for_the_block_argument():
             self.inner = GPT(d_vocab, n_ctx, d_model, n_heads, n_layers)
     with pytest.raises(CheckFailure, match="block="):
         checks.check_gpt(NoBlockArgument)
+
+
+# ---------------------------------------------------------------- every typical mistake, named
+def _no_transpose(q, k, v):
+    t = q.shape[-2]
+    s = (q @ k / math.sqrt(q.shape[-1])).masked_fill(~torch.ones(t, t).tril().bool(), float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda q, k, v: _attend(q, k, v, dim=-2), "the softmax runs over the keys j"),
+    (lambda q, k, v: _attend(q, k, v, scale=math.sqrt(q.shape[-1])), "multiplied the scores by sqrt\\(d\\)"),
+    (_no_transpose, "k.transpose\\(-2, -1\\)"),
+])
+def test_check_causal_attention_names_the_softmax_axis_the_multiplied_scale_and_k_untransposed(wrong, hint):
+    with pytest.raises(CheckFailure, match=hint):
+        checks.check_causal_attention(wrong)
+
+
+def _gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
+BROKEN_BLOCKS = {  # a reader's broken block -> the start of the hint that must name it
+    "no output projection": (dict(out_proj=False), "output projection: return W_O"),
+    "residual around LN(x)": (dict(residual_from="normed"), "adds the sublayer's output to x itself"),
+    "one head": (dict(one_head=True), "you computed one head over all of d_model"),
+    "tanh GELU": (dict(act=_gelu_tanh), "not the tanh approximation"),
+    "no nonlinearity": (dict(act=lambda h: h), "needs its nonlinearity between W_in and W_out"),
+    "norm_attn twice": (dict(mlp_norm="norm_attn"), "each sublayer has its own LayerNorm"),
+    "no LayerNorm": (dict(norms=False), "the LayerNorms are missing"),
+    "parallel attention and MLP": (dict(parallel=True), "the MLP reads the attention step's result"),
+    "softmax over the queries": (dict(attention=BROKEN_ATTENTION["softmax_over_queries"]),
+                                 "the softmax runs over the keys j"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_BLOCKS))
+def test_check_transformer_block_names_the_block_mistakes(name):
+    flags, hint = BROKEN_BLOCKS[name]
+    with pytest.raises(CheckFailure, match=re.escape(hint)):
+        checks.check_transformer_block(_variant(**flags))
+
+
+BROKEN_GPTS = {
+    "blocks backwards": (dict(reversed=True), "run the blocks in order"),
+    "blocks not chained": (dict(unchained=True), "each block reads the previous block's output"),
+    "residual around the block": (dict(extra_residual=True), "the block already adds its residual"),
+    "softmax at the end": (dict(softmax=True), "forward returns the logits"),
+    "embedding scaled by sqrt(d_model)": (dict(sqrt_d=True), "does not scale the token embedding"),
+    "W_E tied in place of W_U": (dict(tied=True), "MyGPT has its own unembedding"),
+    "W_pos indexed by token": (dict(pos_by_token=True), "W_pos is indexed by the positions"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_GPTS))
+def test_check_gpt_names_the_gpt_mistakes(name):
+    flags, hint = BROKEN_GPTS[name]
+    with pytest.raises(CheckFailure, match=re.escape(hint)):
+        checks.check_gpt(_gpt_variant(**flags))
+
+
+def _named(check, broken) -> bool:
+    """Whether the check rejects ``broken`` with a hint (not only 'wrong values')."""
+    try:
+        check(broken)
+    except CheckFailure as err:
+        return "Hint:" in str(err) or "in place" in str(err)
+    return False
+
+
+def test_at_least_nine_in_ten_typical_mistakes_of_each_exercise_are_named():
+    cases = {
+        "8.2": (checks.check_causal_attention, [*BROKEN_ATTENTION.values(), _one_batch_dim, _no_transpose,
+                                                _in_place]),
+        "8.3": (checks.check_transformer_block, [_variant(**f) for f, __ in BROKEN_BLOCKS.values()]
+                + [_variant(prenorm=False), _variant(residual=False), _variant(act=F.relu),
+                   _variant(scale=1.0), _variant(merge="interleaved"), _variant(split_transpose=False)]),
+        "8.4": (checks.check_gpt, [_gpt_variant(**f) for f, __ in BROKEN_GPTS.values()]
+                + [_gpt_variant(positions=False), _gpt_variant(final_norm=False)]),
+    }
+    for exercise, (check, broken) in cases.items():
+        named = sum(_named(check, b) for b in broken)
+        assert len(broken) >= 5 and named >= 0.9 * len(broken), (exercise, named, len(broken))
+
+
+def test_a_mistake_the_check_does_not_know_gets_an_honest_message():
+    with pytest.raises(CheckFailure) as err:
+        checks.check_causal_attention(lambda q, k, v: _causal_attention(q, k, v) + 0.5)
+    assert "derivation" not in str(err.value)
+    assert "typical mistakes this check knows" in str(err.value)
+
+
+# ---------------------------------------------------------------- each exercise graded on its own
+def my_causal_attention(q, k, v):  # the reader's Exercise 8.2, wrong: no scale
+    return _attend(q, k, v, scale=1.0)
+
+
+class BlockOnMyAttention(Block):
+    """Exercise 8.3 written on the reader's own causal attention, as the chapter suggests."""
+
+    def __init__(self, d_model, n_heads, prenorm=True):
+        super().__init__(d_model, n_heads, prenorm=prenorm)
+
+    def attn(self, x):
+        B, T, _ = x.shape
+        q, k, v = (_split(W, x, self.n_heads) for W in (self.W_Q, self.W_K, self.W_V))  # (B, H, T, d_head)
+        return self.W_O(_merge(my_causal_attention(q, k, v)))
+
+
+def test_a_wrong_causal_attention_does_not_fail_the_block_that_calls_it(capsys):
+    with pytest.raises(CheckFailure, match="scale"):
+        checks.check_causal_attention(my_causal_attention)
+    assert checks.check_transformer_block(BlockOnMyAttention)
+    assert "in place of yours" in capsys.readouterr().out
+    assert globals()["my_causal_attention"] is my_causal_attention  # put back after the check
+    from beforeqkv.checks import grading
+    assert grading.verify("check_transformer_block", BlockOnMyAttention)
+
+
+def test_a_wrong_block_on_the_readers_attention_still_fails():
+    post_norm = type("PostNorm", (BlockOnMyAttention,), {
+        "__init__": lambda self, d, h: BlockOnMyAttention.__init__(self, d, h, prenorm=False)})
+    with pytest.raises(CheckFailure, match="post-norm"):
+        checks.check_transformer_block(post_norm)
+    from beforeqkv.checks import grading
+    with pytest.raises(AssertionError, match="post-norm"):
+        grading.verify("check_transformer_block", post_norm)
+    assert globals()["my_causal_attention"] is my_causal_attention
+
+
+def test_the_solution_block_gets_no_note_about_replaced_functions(capsys):
+    assert checks.check_transformer_block(Block)
+    assert "in place of yours" not in capsys.readouterr().out
+
+
+def test_the_swap_reaches_a_notebooks_code_and_leaves_installed_code_alone():
+    import json
+    import types
+
+    from beforeqkv.checks import _earlier
+    main = types.FunctionType(compile("def f(): pass", "<cell>", "exec").co_consts[0], {"__name__": "__main__"})
+    main.__module__ = "__main__"
+    assert _earlier._readers_own(main) and _earlier._readers_own(BlockOnMyAttention)
+    assert not _earlier._readers_own(json.dumps) and not _earlier._readers_own(torch.nn.Linear)

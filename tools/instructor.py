@@ -27,6 +27,13 @@ KEY = ROOT / "instructor" / "answers.json"
 PREDICTION = re.compile(r"checks\.check_prediction\(\s*[\"'](\w+)[\"']")
 
 
+def _accepted(question: str) -> str:
+    """`` (accepted within 0.05)`` for a numeric prediction with a stated tolerance, else ``""``."""
+    from beforeqkv.checks import QUESTIONS
+    tolerance = QUESTIONS.get(question, {}).get("tolerance")
+    return "" if tolerance is None else f" (accepted within {tolerance:g})"
+
+
 def _rows(path: Path, key: dict) -> list[str]:
     """The answer key lines of one chapter, in the order of its exercises."""
     source = assignments.source_version(nbformat.read(path, as_version=4))
@@ -40,10 +47,11 @@ def _rows(path: Path, key: dict) -> list[str]:
         if m and m.group(1) in key:
             entry = key[m.group(1)]
             where = f"Exercise {number}" if hw.get("exercise", "").replace(".", "").isdigit() else "In the text"
-            lines.append(f"- **{where}** (`{m.group(1)}`): **{entry['answer']!r}**. {entry['explanation']}")
+            lines.append(f"- **{where}** (`{m.group(1)}`): **{entry['answer']!r}**{_accepted(m.group(1))}. "
+                         f"{entry['explanation']}")
         elif hw.get("kind") == "open" and cell.cell_type == "markdown":
             body = assignments.BLOCK.search(cell.source)
-            text = (body.group(1) if body else cell.source).strip().replace("\n", " ")
+            text = (body.group(2) if body else cell.source).strip().replace("\n", " ")  # group 1 is the indent
             lines.append(f"- **Exercise {hw.get('exercise')}** (open, model answer): {text}")
     return lines
 

@@ -32,10 +32,14 @@ no GPU and no internet after installation, and ends with exercises of three kind
   against the reference on several seeded cases (edge cases included: one token, width one,
   more than one batch dimension), refuses functions that modify their inputs and names
   typical mistakes (an inverted mask, NaN rows, a missing or wrong scale, transposed
-  weights, a wrong head split).
+  weights, a wrong head split). A coding exercise that builds on an earlier one (8.3 on
+  8.1-8.2, 10.6 on 10.1 and 10.5, 11.6 on 11.1-11.2) is checked with the package's version
+  of the earlier functions in place of the student's, so one mistake costs points once.
 - **Prediction** (predict, then run): the student writes an answer before running the
-  experiment; the check accepts it in any natural form (`1`, `"1"`, `1.0`; case and
-  spacing) and explains the result once it is right. A wrong prediction is told so with a
+  experiment; the check accepts it in any natural form (`1`, `"1"`, `1.0`, `1/2`; case and
+  spacing), a number within the tolerance given in its question whatever its digits (a
+  right value rounded too coarsely gets a hint about the rounding), and explains the
+  result once it is right. A wrong prediction is told so with a
   hint, never with the answer, so the student can think again; the experiment that follows
   measures the answer. The package does not hold the answers: it stores a salted hash of
   each and the explanation encrypted under it, so neither `checks??`, the installed package,
@@ -184,16 +188,24 @@ def _exercises(path: Path) -> list[dict]:
         meta = cell.metadata.get("exercise")
         if meta and "number" in meta:
             by_number.setdefault(meta["number"], dict(meta, kind=meta.get("kind", ""), points=0))
-    for ex in assignments.exercises(source):
+    for ex in assignments.exercises(source):  # an exercise may have parts of two kinds (predict, then explain)
         number = str(ex["number"])
         row = by_number.setdefault(number, {"number": number, "title": f"prediction in the text (`{number}`)",
                                             "difficulty": 1, "minutes": 2, "exam": False,
                                             "checks": "a prediction asked in the running text", "kind": ""})
-        row["kind"] = row["kind"] or ex["kind"]
+        by_kind = row.setdefault("by_kind", {})
+        by_kind[ex["kind"]] = by_kind.get(ex["kind"], 0) + ex["points"]
+        row["kind"] = " + ".join(by_kind)
         row["points"] = row.get("points", 0) + ex["points"]
     return sorted(by_number.values(), key=lambda r: [int(x) if x.isdigit() else 0 for x in
                                                       re.split(r"[._]", r["number"])] if r["number"][0].isdigit()
                   else [0])
+
+
+def points(rows: list[dict]) -> tuple[int, int]:
+    """(points checked automatically, points graded by hand) of a chapter's rows, from the graded cells."""
+    by_kind = [kv for r in rows for kv in r.get("by_kind", {}).items()]
+    return (sum(p for kind, p in by_kind if kind != "open"), sum(p for kind, p in by_kind if kind == "open"))
 
 
 def _title(path: Path) -> str:
@@ -225,8 +237,7 @@ def render(book: Path) -> str:
             if r.get("exam"):
                 exam.append(f"{r['number']} {title} ({r['kind']}, {r['minutes']} min)")
         minutes = sum(r["minutes"] for r in rows)
-        auto = sum(r["points"] for r in rows if r["kind"] != "open")
-        by_hand = sum(r["points"] for r in rows if r["kind"] == "open")
+        auto, by_hand = points(rows)
         parts.append(f"\n{len(rows)} exercises, about {minutes} minutes in all; {auto} points checked "
                      f"automatically + {by_hand} graded by hand.\n")
     parts.append("## Exercises that suit an exam\n")

@@ -18,14 +18,14 @@ from ..attention import attend, causal_mask
 from ..i18n import N_
 
 
-def _filled(q, k, v, allowed=None, where_allowed=False, value=float("-inf"), scale=None):
-    """softmax(masked scores) v, masking the wrong way as asked."""
+def _filled(q, k, v, allowed=None, where_allowed=False, value=float("-inf"), scale=None, dim=-1):
+    """softmax(masked scores) v, masking, scaling or normalising the wrong way as asked."""
     t = q.shape[-2]
     allowed = torch.ones(t, t, dtype=torch.bool).tril() if allowed is None else allowed  # (T, T)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = q @ k.transpose(-2, -1) * scale  # (..., T, T)
     s = s.masked_fill(allowed if where_allowed else ~allowed, value)
-    return torch.softmax(s, dim=-1) @ v  # (..., T, d_v)
+    return torch.softmax(s, dim=dim) @ v  # (..., T, d_v)
 
 
 def _mask_after_softmax(q, k, v):
@@ -68,6 +68,13 @@ ATTENTION_MISTAKES = {
         N_("a token may attend to itself: keep the diagonal j = i (tril(), not tril(-1)); without "
            "it the first position has nothing to read and gives NaN."),
         lambda q, k, v: _filled(q, k, v, allowed=_ones(q).tril(-1))),
+    "softmax_over_queries": (
+        N_("the softmax runs over the keys j, the last axis of the scores (dim=-1), so that each query's "
+           "weights sum to 1; yours normalises over the queries (dim=-2)."),
+        lambda q, k, v: _filled(q, k, v, dim=-2)),
+    "scale_multiplied": (
+        N_("you multiplied the scores by sqrt({d}); divide them by it: q . k / sqrt({d})."),
+        lambda q, k, v: _filled(q, k, v, scale=math.sqrt(q.shape[-1]))),
 }
 
 

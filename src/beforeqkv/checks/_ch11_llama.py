@@ -14,9 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from . import _core
+from ..attention import apply_rotary, rotary_tables
 from ..i18n import N_, _
 from ..models import GPT, TransformerConfig
 from .ch08 import _randomise
+from ._earlier import earlier_parts, used_the_package
 from ._core import CheckFailure, checker
 
 __all__ = ["check_llama", "check_smollm2", "llama_weights", "llama_config"]
@@ -61,8 +63,12 @@ def _rotate(x, base, pairs=False):
 
 
 def written_out(model, tokens, *, pairs=False, repeat=False, final_norm=True, eps="inside", gain=True,
-                swap=False):
-    """The Llama forward of a package ``GPT``, written out; the options make the typical mistakes."""
+                swap=False, rope="qk", causal=True, scale="d_head", softmax_dim=-1, act=F.silu):
+    """The Llama forward of a package ``GPT``, written out; the options make the typical mistakes.
+
+    rope: which of q, k, v are rotated ("qk" is right); scale: "d_head" or "d_model";
+    softmax_dim: the axis of the attention's softmax; act: the gate's nonlinearity.
+    """
     c = model.config
     n_h, n_kv, d_head = c.n_heads, c.n_kv_heads, c.d_model // c.n_heads
 
@@ -79,18 +85,34 @@ def written_out(model, tokens, *, pairs=False, repeat=False, final_norm=True, ep
         q = a.W_Q(h).view(b, t, n_h, d_head).transpose(1, 2)  # (B, H, T, d_head)
         k = a.W_K(h).view(b, t, n_kv, d_head).transpose(1, 2)  # (B, H_kv, T, d_head)
         v = a.W_V(h).view(b, t, n_kv, d_head).transpose(1, 2)
-        q, k = _rotate(q, c.rope_base, pairs), _rotate(k, c.rope_base, pairs)
+        q, k, v = (_rotate(z, c.rope_base, pairs) if name in rope else z for name, z in zip("qkv", (q, k, v)))
         group = n_h // n_kv
         k, v = ((z.repeat(1, group, 1, 1) if repeat else z.repeat_interleave(group, 1)) for z in (k, v))
-        scores = (q @ k.transpose(-2, -1) / d_head ** 0.5).masked_fill(future, float("-inf"))  # (B, H, T, T)
-        z = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, n_h * d_head)  # (B, T, d_model)
+        scores = q @ k.transpose(-2, -1) / (d_head if scale == "d_head" else c.d_model) ** 0.5  # (B, H, T, T)
+        scores = scores.masked_fill(future, float("-inf")) if causal else scores
+        z = (scores.softmax(softmax_dim) @ v).transpose(1, 2).reshape(b, t, n_h * d_head)  # (B, T, d_model)
         x = x + a.W_O(z)
         h, m = norm(x, blk.norm_mlp.weight), blk.mlp
         gate, up = (m.W_in(h), m.W_gate(h)) if swap else (m.W_gate(h), m.W_in(h))  # (B, T, d_mlp)
-        x = x + m.W_out(F.silu(gate) * up)
+        x = x + m.W_out(act(gate) * up)
     if final_norm:
         x = norm(x, model.norm_final.weight)
     return x @ model.W_E.weight.T  # (B, T, d_vocab): W_U = W_E
+
+
+def reference_rmsnorm(x, weight, eps):
+    """Exercise 11.1's answer, the package's way: x / sqrt(mean(x^2) + eps) * weight over the last axis."""
+    return x * (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt() * weight  # (..., d)
+
+
+def reference_rotary(q, base):
+    """Exercise 11.2's answer: q (..., T, d_head) turned by rotary positions 0..T-1 (rotate-half)."""
+    cos, sin = rotary_tables(q.shape[-2], q.shape[-1], base=base, device=q.device, dtype=q.dtype)  # (T, d_head)
+    return apply_rotary(q, cos, sin)
+
+
+# Exercise 11.6 calls the reader's functions of Exercises 11.1 and 11.2: its checks call the package's.
+EARLIER_PARTS = {"my_rmsnorm": reference_rmsnorm, "my_rotary": reference_rotary}
 
 
 UNTIED = N_("SmolLM2 has no W_U of its own: the unembedding is tied to the embedding, "
@@ -151,6 +173,25 @@ MISTAKES = {
     N_("RMSNorm: multiply by the learned gain (norm_attn, norm_mlp, norm_final)."): dict(gain=False),
     N_("SwiGLU: the silu acts on W_gate x and W_in x is the linear factor: "
        "W_out(silu(W_gate x) * W_in x)."): dict(swap=True),
+    N_("rotary turns the queries AND the keys (my_rotary on both), so that a score q_i . k_j depends on "
+       "i - j; you rotated the queries only."): dict(rope="q"),
+    N_("rotary turns the queries and the keys, not the values: the values are read as they are."):
+        dict(rope="qkv"),
+    N_("rotary turns the queries and the KEYS, not the values: apply my_rotary to q and k, and leave v "
+       "as it is."): dict(rope="qv"),
+    N_("the rotary positions are missing: SmolLM2 has no position vectors, so apply my_rotary to each "
+       "head's queries and keys."): dict(rope=""),
+    N_("SmolLM2 is a decoder: mask the future, s_ij = -inf for j > i, before the softmax."): dict(causal=False),
+    N_("the scale is 1/sqrt(d_head), the width of ONE head, not 1/sqrt(d_model)."): dict(scale="d_model"),
+    N_("the attention's softmax runs over the keys, the last axis of the scores (dim=-1), not over the "
+       "queries."): dict(softmax_dim=-2),
+    N_("SwiGLU's gate goes through silu (F.silu), not GELU: W_out(silu(W_gate x) * W_in x)."): dict(act=F.gelu),
+}
+
+ERRORS = {
+    r"size of tensor a \(\d+\) must match the size of tensor b|Expected size for first two dimensions":
+        N_("there are fewer key/value heads than query heads: repeat each key/value head for its group, "
+           "k.repeat_interleave(n_heads // n_kv_heads, dim=1), before the scores."),
 }
 
 
@@ -178,12 +219,14 @@ def check_llama(cls):
         return wrong
 
     mistakes = {hint: mistake(how) for hint, how in MISTAKES.items()}
-    try:
-        _core._compare(run, reference, list(_cases()), "Llama GPT", mistakes, 1e-4, 1e-4,
-                       lambda a: _("tokens {shape}, config {config}").format(
-                           shape=tuple(a[0].shape), config=dict(a[1]) or _("default")), {})
-    except CheckFailure as err:
-        return _core._report("llama", err, getattr(cls, "forward", None))
+    with earlier_parts(cls, EARLIER_PARTS) as replaced:
+        try:
+            _core._compare(run, reference, list(_cases()), "Llama GPT", mistakes, 1e-4, 1e-4,
+                           lambda a: _("tokens {shape}, config {config}").format(
+                               shape=tuple(a[0].shape), config=dict(a[1]) or _("default")), ERRORS)
+        except CheckFailure as err:
+            return _core._report("llama", err, getattr(cls, "forward", None))
+    used_the_package(replaced)
     _core.passed(_("Llama GPT matches the package's on every case"))
     return _core.CheckResult("llama", True)
 
@@ -212,6 +255,13 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
     ``new_tokens`` greedy tokens (each step re-reads the sequence) must be the package's.
     """
     LAST_RUN.clear()
+    with earlier_parts(cls, EARLIER_PARTS) as replaced:
+        result = _check_smollm2(cls, lm, new_tokens)
+    used_the_package(replaced)
+    return result
+
+
+def _check_smollm2(cls, lm, new_tokens):
     mine = _load(cls, lm.model, meta=True)
     ids = lm.tokenize("The capital of France is")
     tokens = torch.tensor([ids], device=lm.device)  # (1, T)
@@ -224,8 +274,8 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
         diff = (got - want).abs().max().item()
         if not diff <= 1e-3:
             raise CheckFailure(_("with SmolLM2's weights your logits differ from the package's by up to {diff}, "
-                                 "more than 1e-3; run check_llama first: it names the mistake.").format(
-                                     diff=f"{diff:.3g}"))
+                                 "more than 1e-3; run check_llama first: on small models of SmolLM2's kind it "
+                                 "names the typical mistakes it knows.").format(diff=f"{diff:.3g}"))
         seq = list(ids)
         for _step in range(new_tokens):
             seq.append(int(_run(mine, torch.tensor([seq], device=lm.device))[0, -1].argmax()))

@@ -286,9 +286,10 @@ def _compare(fn, reference, cases, name, mistakes, atol, rtol, describe, errors)
                 name=name, case=label, got=tuple(got.shape), want=tuple(want.shape)) + extra)
         if _has_nan(got) and not _has_nan(want):
             raise CheckFailure(_("{name}: NaN on {case}.").format(name=name, case=label) + hint_line(NAN_HINT))
-        raise CheckFailure(_("{name}: wrong values on {case} (max abs error {error}). Compare your code with "
-                             "the derivation above.").format(name=name, case=label,
-                                                             error=f"{_max_err(got, want):.3g}") + extra)
+        raise CheckFailure(_("{name}: wrong values on {case} (max abs error {error}). Your output matches neither "
+                             "the reference nor any of the {n} typical mistakes this check knows: check each step "
+                             "of your code against the exercise's statement.").format(
+                                 name=name, case=label, error=f"{_max_err(got, want):.3g}", n=len(mistakes)) + extra)
 
 
 def _matching_mistake(fn, got, args, cases, mistakes, atol, rtol) -> str | None:
@@ -336,12 +337,15 @@ _EXPLAINED: dict[str, str] = {}  # question -> its explanation, once answered ri
 
 
 def register_question(key: str, *, choices: Iterable | None = None, digits: int | None = None,
-                      hint: str | None = None, reveals: Iterable[str] = ()) -> None:
+                      tolerance: float | None = None, hint: str | None = None, reveals: Iterable[str] = ()) -> None:
     """Register a predict-then-run question. Its answer is not here: it is sealed.
 
     choices: the answers to choose from (the check accepts any natural spelling of one);
     digits: for a numeric answer, the decimals it is compared at (0: a whole number,
-    1: 2.77 and 2.8 are the same answer); hint: shown after a wrong answer, marked with
+    1: 2.77 and 2.8 are the same answer); tolerance: for a numeric answer, how far from the
+    sealed answer (itself rounded to ``digits``) a prediction may be and still be right, whatever
+    its own digits (default: half a unit of the last digit); say it in the question's text.
+    hint: shown after a wrong answer, marked with
     ``N_`` so that it is shown in the reader's language. The answer and the explanation shown after a
     right answer live in the instructor's key (``instructor/answers.json``, not shipped)
     and reach the package only sealed (``_sealed.py``, ``tools/seal.py``; see ``_seal``).
@@ -352,8 +356,10 @@ def register_question(key: str, *, choices: Iterable | None = None, digits: int 
     """
     if (choices is None) == (digits is None):
         raise ValueError(f"{key}: give either choices or digits (a numeric answer)")
+    if tolerance is not None and (digits is None or not 0 <= tolerance <= 50 * 10.0 ** -digits):
+        raise ValueError(f"{key}: a tolerance needs digits and at most 50 units of the last digit")
     QUESTIONS[key] = {"choices": None if choices is None else list(choices), "digits": digits,
-                      "hint": hint, "reveals": tuple(reveals)}
+                      "tolerance": tolerance, "hint": hint, "reveals": tuple(reveals)}
 
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$")
@@ -385,6 +391,9 @@ def _number(x) -> float | None:
     power = re.fullmatch(r"([0-9.]+)(?:\^|\*\*)([+-]?[0-9]+)", s)
     if power:
         return float(power.group(1)) ** int(power.group(2))
+    ratio = re.fullmatch(r"([0-9]*\.?[0-9]+)/([0-9]*\.?[0-9]+)", s)  # "1/2"
+    if ratio and float(ratio.group(2)):
+        return float(ratio.group(1)) / float(ratio.group(2))
     return float(s) if _NUMBER.match(s) else None
 
 
@@ -422,13 +431,53 @@ def _unknown(key: str) -> ValueError:
     return ValueError(_("unknown question {key}; known: {known}").format(key=repr(key), known=sorted(QUESTIONS)))
 
 
+def _grid(n: float, digits: int, within: float, strict: bool = False) -> list[str]:
+    """The canonical numbers at ``digits`` decimals within ``within`` of ``n``, nearest first."""
+    unit = 10.0 ** -digits
+    steps = int(within / unit + 1e-9)
+    near = sorted((round(n / unit) + i for i in range(-steps - 1, steps + 2)), key=lambda k: abs(k * unit - n))
+    fits = [k * unit for k in near
+            if (abs(k * unit - n) < within - 1e-12 if strict else abs(k * unit - n) <= within + 1e-9)]
+    return [canonical(g, digits=digits) for g in fits]
+
+
+def _tolerance(q) -> float:
+    return q["tolerance"] if q.get("tolerance") is not None else 0.5 * 10.0 ** -q["digits"]
+
+
+def _right_canon(key: str, q, prediction) -> str | None:
+    """The canonical answer under which ``prediction`` is right (within the tolerance), else None."""
+    if q["choices"] is not None:
+        canon = canonical(prediction, q["choices"])
+        return canon if canon is not None and _seal.digest(key, canon) == _sealed(key)["check"] else None
+    n = _number(prediction)
+    if n is None or n != n or n in (float("inf"), float("-inf")):
+        return None
+    return next((c for c in _grid(n, q["digits"], _tolerance(q))
+                 if _seal.digest(key, c) == _sealed(key)["check"]), None)
+
+
+def _decimals(prediction) -> int:
+    """How many decimals the reader wrote (``3`` -> 0, ``2.8`` -> 1, ``2.80`` -> 1)."""
+    text = prediction.strip() if isinstance(prediction, str) else repr(_number(prediction))
+    frac = re.fullmatch(r"[+-]?\d*\.(\d+)", text)
+    return len(frac.group(1).rstrip("0")) if frac else 0
+
+
+def _rounded_right(key: str, q, prediction) -> bool:
+    """Whether the sealed answer, rounded to the reader's own decimals, is the reader's number."""
+    n, mine = _number(prediction), _decimals(prediction)
+    if n is None or q["choices"] is not None or mine >= q["digits"]:
+        return False
+    return any(_seal.digest(key, c) == _sealed(key)["check"]
+               for c in _grid(n, q["digits"], 0.5 * 10.0 ** -mine, strict=True))
+
+
 def is_right(key: str, prediction) -> bool:
-    """Whether ``prediction`` is the sealed answer of question ``key`` (prints nothing)."""
+    """Whether ``prediction`` is the sealed answer of question ``key``, within its tolerance (prints nothing)."""
     if key not in QUESTIONS:
         raise _unknown(key)
-    q = QUESTIONS[key]
-    canon = canonical(prediction, q["choices"], q["digits"])
-    return canon is not None and _seal.digest(key, canon) == _sealed(key)["check"]
+    return _right_canon(key, QUESTIONS[key], prediction) is not None
 
 
 def explain(key: str) -> None:
@@ -478,7 +527,13 @@ def _check_prediction(key, q, prediction) -> str:
     if canon is None:
         raise CheckFailure(_("{key}: answer with a number, got {answer}").format(key=key, answer=repr(prediction)))
     sealed = _sealed(key)
-    if _seal.digest(key, canon) != sealed["check"]:
+    right = _right_canon(key, q, prediction)
+    if right is None and _rounded_right(key, q, prediction):
+        raise CheckFailure(_("{key}: {answer} is the right value rounded to {mine} decimal(s), but the question "
+                             "asks for it to within {tolerance}: give more decimals.").format(
+                                 key=key, answer=repr(prediction), mine=_decimals(prediction),
+                                 tolerance=f"{_tolerance(q):g}"))
+    if right is None:
         if q.get("hint"):
             raise CheckFailure(_("{key}: not what the experiment shows. Hint: {hint} Think again and run this cell "
                                  "with a new answer; the experiment that follows measures it.").format(
@@ -486,4 +541,4 @@ def _check_prediction(key, q, prediction) -> str:
         raise CheckFailure(_("{key}: not what the experiment shows. Think again and run this cell with a new answer; "
                              "the experiment that follows measures it.").format(key=key))
     box = f"box_{i18n.language()}"  # the explanation in the language in force, else English
-    return _seal.unseal(key, canon, sealed[box], box) if box in sealed else _seal.unseal(key, canon, sealed["box"])
+    return _seal.unseal(key, right, sealed[box], box) if box in sealed else _seal.unseal(key, right, sealed["box"])

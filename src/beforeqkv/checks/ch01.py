@@ -47,6 +47,12 @@ _MISTAKES = {
         lambda q, k, v: torch.einsum("bn,bnv->bv", torch.einsum("bd,bnd->bn", q, k) / math.sqrt(q.shape[-1]), v),
     N_("read the values, not the keys."):
         lambda q, k, v: reference_attention_read(q, k, k),
+    N_("you multiplied the scores by sqrt(d); divide them by it: q . k / sqrt(d)."):
+        lambda q, k, v: torch.einsum("bn,bnv->bv", torch.softmax(
+            torch.einsum("bd,bnd->bn", q, k) * math.sqrt(q.shape[-1]), -1), v),
+    N_("a plain mean of the values ignores the query: weight each value by the softmax of its score "
+       "q . k_j / sqrt(d)."):
+        lambda q, k, v: v.mean(1),
 }
 
 

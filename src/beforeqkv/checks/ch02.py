@@ -36,6 +36,11 @@ def check_fast_weight_memory(fn):
             N_("take the outer product of each pair, then sum; (sum_j v_j)(sum_j k_j)^T mixes "
                "every value with every key."):
                 lambda k, v: torch.einsum("...v,...k->...vk", v.sum(-2), k.sum(-2)),
+            N_("M sums the outer products of ALL the pairs, v_1 k_1^T + ... + v_T k_T^T: yours holds "
+               "only the last one."):
+                lambda k, v: torch.einsum("...v,...k->...vk", v[..., -1, :], k[..., -1, :]),
+            N_("no scale in M: it is the plain sum of the outer products v_j k_j^T, without 1/sqrt(d_k)."):
+                lambda k, v: fast_weight_memory(k, v) / math.sqrt(k.shape[-1]),
         },
     )
 
@@ -66,6 +71,11 @@ def check_linear_attention(fn):
                 lambda q, k, v: ref(q, k, v) / (q @ k.transpose(-1, -2)).sum(-1, keepdim=True),
             N_("read with M q (M is d_v x d_k), not with M^T q."):
                 lambda q, k, v: torch.einsum("...vk,...iv->...ik", fast_weight_memory(k, v), q),
+            N_("no causal mask here: every query reads every stored pair, out_i = sum over all j of "
+               "(k_j . q_i) v_j."):
+                lambda q, k, v: (q @ k.transpose(-1, -2)).tril() @ v,
+            N_("the weights are the raw scores k_j . q_i: no exp (that is half of a softmax)."):
+                lambda q, k, v: (q @ k.transpose(-1, -2)).exp() @ v,
         },
     )
 

@@ -74,6 +74,11 @@ def check_window_mix(fn):
         w = ((j - i).abs() < k).float()
         return w / w.sum(-1, keepdim=True)
 
+    def one_short(T, k):
+        if k == 1:
+            raise ValueError("a window of 0 inputs: not this mistake")  # the mistake does not apply
+        return _window_weights(T, k - 1)
+
     return compare(
         fn, mean_of(_window_weights), _window_cases(), "window_mix",
         mistakes={
@@ -81,6 +86,8 @@ def check_window_mix(fn):
                 mean_of(noncausal),
             N_("the window holds the last k inputs, i itself included (i-k < j <= i); yours holds k + 1."):
                 mean_of(lambda T, k: _window_weights(T, k + 1)),
+            N_("the window holds the last k inputs, i itself included (i-k < j <= i); yours holds only k - 1."):
+                mean_of(one_short),
             N_("near the start a window holds fewer than k inputs: divide by how many it holds, "
                "so that every row of w sums to 1."):
                 mean_of(lambda T, k: _window_weights(T, k) * _window_weights(T, k).ne(0).sum(-1, keepdim=True) / k),

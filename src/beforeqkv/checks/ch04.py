@@ -52,6 +52,11 @@ def check_content_weights(fn):
         N_("f(x_i, x_j) takes the query first: you computed f(x_j, x_i)"): f_swapped,
         N_("after exp, divide by the row sum (that is what the softmax does)"):
             lambda x_q, x_k, f: f(x_q.unsqueeze(-2), x_k.unsqueeze(-3)).exp(),
+        N_("rows are queries and columns keys: w[i, j] is query i's weight on key j; you returned the "
+           "transpose"):
+            lambda x_q, x_k, f: torch.softmax(f(x_q.unsqueeze(-2), x_k.unsqueeze(-3)), dim=-1).transpose(-1, -2),
+        N_("a sigmoid does not make a row of weights sum to 1: use a softmax over the keys"):
+            lambda x_q, x_k, f: torch.sigmoid(f(x_q.unsqueeze(-2), x_k.unsqueeze(-3))),
     }
     return compare(fn, content_weights_reference, _cases(), "content_weights", mistakes=mistakes,
             describe=lambda a: f"x_q {tuple(a[0].shape)}, x_k {tuple(a[1].shape)}")

@@ -38,6 +38,8 @@ def check_bilinear_scores(fn):
             lambda x_q, x_k, A: x_k @ A @ x_q.transpose(-2, -1),
         N_("that is the plain dot product x_i . x_j: A is missing"):
             lambda x_q, x_k, A: x_q @ x_k.transpose(-2, -1),
+        N_("return the scores s_ij themselves, not weights: no softmax in this exercise"):
+            lambda x_q, x_k, A: torch.softmax(x_q @ A @ x_k.transpose(-2, -1), dim=-1),
     }
     return compare(fn, bilinear_scores_reference, _cases(), "bilinear_scores", mistakes=mistakes,
             describe=lambda a: f"x_q {tuple(a[0].shape)}, x_k {tuple(a[1].shape)}")

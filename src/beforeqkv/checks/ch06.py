@@ -32,12 +32,14 @@ def _heads(t, n_heads):
 
 
 def _variant(x, W_Q, W_K, W_V, W_O, n_heads, scale=None, split=_heads, use_W_O=True, transpose_back=True,
-             softmax_dim=-1, linear_layout=True):
+             softmax_dim=-1, linear_layout=True, causal=False):
     if not linear_layout:  # x @ W instead of x @ W.T: only runs when the weights are square
         W_Q, W_K, W_V, W_O = W_Q.T, W_K.T, W_V.T, W_O.T
     q, k, v = (split(x @ W.T, n_heads) for W in (W_Q, W_K, W_V))  # (B, H, T, d_head)
     d_head = q.shape[-1]
     s = q @ k.transpose(-1, -2) * (1 / math.sqrt(d_head) if scale is None else scale)  # (B, H, T, T)
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
     out = torch.softmax(s, dim=softmax_dim) @ v  # (B, H, T, d_head)
     b, h, t, dh = out.shape
     out = out.transpose(1, 2).reshape(b, t, h * dh) if transpose_back else out.reshape(b, t, h * dh)
@@ -52,25 +54,35 @@ def _interleaved_split(t, n_heads):
 _LAYOUT_HINT = N_("the weights are in nn.Linear layout, (out, in): project with `x @ W_Q.T` (and "
                   "`@ W_O.T` at the end), not `x @ W_Q`.")
 
+def _one_head(x, W_Q, W_K, W_V, W_O, n_heads):
+    if n_heads == 1:
+        raise ValueError("one head was asked for: not a mistake here")  # the mistake does not apply
+    return _variant(x, W_Q, W_K, W_V, W_O, 1)
+
+
 _MISTAKES = {
     _LAYOUT_HINT: lambda *a: _variant(*a, linear_layout=False),
-    "the output projection W_O is missing: after concatenating the heads, apply `@ W_O.T`.":
+    N_("the output projection W_O is missing: after concatenating the heads, apply `@ W_O.T`."):
         lambda *a: _variant(*a, use_W_O=False),
-    "the scores are not scaled: multiply q . k by 1/sqrt(d_head).":
+    N_("the scores are not scaled: multiply q . k by 1/sqrt(d_head)."):
         lambda *a: _variant(*a, scale=1.0),
-    "you divided the scores by d_head; the scale is 1/sqrt(d_head).":
+    N_("you divided the scores by d_head; the scale is 1/sqrt(d_head)."):
         lambda x, W_Q, W_K, W_V, W_O, n: _variant(x, W_Q, W_K, W_V, W_O, n, scale=n / W_Q.shape[0]),
-    "you scaled by 1/sqrt(d_model); each head's scores use its own width: 1/sqrt(d_head).":
+    N_("you scaled by 1/sqrt(d_model); each head's scores use its own width: 1/sqrt(d_head)."):
         lambda x, W_Q, W_K, W_V, W_O, n: _variant(x, W_Q, W_K, W_V, W_O, n, scale=1 / math.sqrt(x.shape[-1])),
-    "wrong head split: head h owns the *contiguous* columns h*d_head:(h+1)*d_head, i.e. "
-    "`.view(B, T, n_heads, d_head)` (not `.view(B, T, d_head, n_heads)`).":
+    N_("wrong head split: head h owns the *contiguous* columns h*d_head:(h+1)*d_head, i.e. "
+       "`.view(B, T, n_heads, d_head)` (not `.view(B, T, d_head, n_heads)`)."):
         lambda *a: _variant(*a, split=_interleaved_split),
-    "the heads were merged without moving the head axis back: `(B, H, T, d_head)` needs "
-    "`.transpose(1, 2)` before `.reshape(B, T, H * d_head)`.":
+    N_("the heads were merged without moving the head axis back: `(B, H, T, d_head)` needs "
+       "`.transpose(1, 2)` before `.reshape(B, T, H * d_head)`."):
         lambda *a: _variant(*a, transpose_back=False),
-    "the softmax runs over the wrong axis: normalise over keys (the last axis), so each query's "
-    "weights sum to 1.":
+    N_("the softmax runs over the wrong axis: normalise over keys (the last axis), so each query's "
+       "weights sum to 1."):
         lambda *a: _variant(*a, softmax_dim=-2),
+    N_("split q, k and v into n_heads heads of width d_head = d_model / n_heads, each with its own "
+       "softmax: you computed one head over all of d_model."): _one_head,
+    N_("this attention has no causal mask: every token reads every token, before and after it."):
+        lambda *a: _variant(*a, causal=True),
 }
 
 

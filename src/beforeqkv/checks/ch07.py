@@ -83,6 +83,8 @@ def check_scaled_scores_sigma(fn):
             _over(lambda s, d: s ** 2 * d),
         N_("rows should be queries and columns keys: compute q k^T, not k q^T"):
             lambda q, k, sigma: k @ q.transpose(-1, -2) / (sigma ** 2 * math.sqrt(q.shape[-1])),
+        N_("you multiplied by sigma^2; divide by it: q . k / (sigma^2 sqrt(d_head))"):
+            lambda q, k, sigma: q @ k.transpose(-1, -2) * sigma ** 2 / math.sqrt(q.shape[-1]),
     }
     return compare(fn, lambda q, k, sigma: attention_scores(q, k) / sigma ** 2, _sigma_cases(),
                    "scaled_scores_sigma", mistakes,
@@ -114,6 +116,9 @@ def check_softmax_jacobian(fn):
             lambda a: a.unsqueeze(-1) * a.unsqueeze(-2) - torch.diag_embed(a),
         N_("that is just diag(a): subtract the outer product a a^T"):
             lambda a: torch.diag_embed(a),
+        N_("the outer product a a^T has the entries a_i a_j: a[..., :, None] * a[..., None, :]; yours "
+           "subtracts a_j^2 in every row"):
+            lambda a: torch.diag_embed(a) - (a * a).unsqueeze(-2),
     }
     return compare(fn, softmax_jacobian, _jacobian_cases(), "softmax_jacobian", mistakes,
             describe=lambda a: _("a of shape {shape}").format(shape=tuple(a[0].shape)))

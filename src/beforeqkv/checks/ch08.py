@@ -4,12 +4,14 @@ from __future__ import annotations
 import re
 
 import torch
+import torch.nn.functional as F
 
 from . import _core
 from ..attention import attend, causal_mask
 from ..i18n import N_, _
 from ..models import GPT, TransformerConfig, TransformerBlock
 from ._ch08_mistakes import ATTENTION_MISTAKES, HEAD_MISTAKES, _filled, _merge, _split
+from ._earlier import earlier_parts, used_the_package
 from ._core import CheckFailure, checker, compare, register_question
 
 __all__ = ["check_causal_mask", "check_causal_attention", "check_transformer_block", "check_gpt",
@@ -60,11 +62,19 @@ def _cases():
         yield q, k, v
 
 
+ATTENTION_ERRORS = {
+    r"Expected size for first two dimensions of batch2 tensor|mat1 and mat2 shapes cannot be multiplied":
+        N_("the scores are q @ k.transpose(-2, -1): each query (a row of q) meets every key (a row of k), "
+           "so swap the last two axes of k, not of q."),
+}
+
+
 def check_causal_attention(fn):
     """Check ``fn(q, k, v) -> (..., T, d_v)``: softmax(q k^T / sqrt(d)) v with the future masked out."""
     return compare(fn, _canonical, list(_cases()), N_("causal attention"),
                    mistakes={_hint(name, "d"): wrong for name, (__, wrong) in ATTENTION_MISTAKES.items()},
-                   describe=lambda args: _("q, k, v of shape {shape}").format(shape=tuple(args[0].shape)))
+                   describe=lambda args: _("q, k, v of shape {shape}").format(shape=tuple(args[0].shape)),
+                   errors=ATTENTION_ERRORS)
 
 
 # ---------------------------------------------------------------- the reader's block and GPT
@@ -125,13 +135,38 @@ def _block_cases():
         yield torch.randn(b, t, d_model, generator=g), n_heads, 10 + t
 
 
-def _written_out(x, n_heads, seed, attention=_canonical, split=_split, merge=_merge):
-    """The reference block written out, with the attention or the heads done the reader's way."""
+def _gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
+def _written_out(x, n_heads, seed, attention=_canonical, split=_split, merge=_merge, *, project=True,
+                 shortcut="x", act=F.gelu, mlp_norm="norm_mlp", norms=True, parallel=False):
+    """The reference block written out; the options do the attention, the heads or the block the reader's way.
+
+    project: apply W_O; shortcut: "x" (right) or "normed" (the residual starts from LN(x));
+    act: the MLP's nonlinearity; mlp_norm: the LayerNorm before the MLP; norms: False leaves
+    both out; parallel: the MLP reads the block's input instead of the attention's output.
+    """
     ref = _block(x, n_heads, seed)
-    h = ref.norm_attn(x)  # (B, T, d_model)
-    q, k, v = (split(W(h), n_heads) for W in (ref.attn.W_Q, ref.attn.W_K, ref.attn.W_V))  # (B, H, T, d_head)
-    x = x + ref.attn.W_O(merge(attention(q, k, v)))  # (B, T, d_model)
-    return x + ref.mlp(ref.norm_mlp(x))
+    a, m = ref.attn, ref.mlp
+
+    def norm(name, z):
+        return getattr(ref, name)(z) if norms else z
+
+    def sublayer(f, name, z):
+        h = norm(name, z)
+        return (h if shortcut == "normed" else z) + f(h)
+
+    def attn(h):
+        q, k, v = (split(W(h), n_heads) for W in (a.W_Q, a.W_K, a.W_V))  # (B, H, T, d_head)
+        z = merge(attention(q, k, v))  # (B, T, d_model)
+        return a.W_O(z) if project else z
+
+    def mlp(h):
+        return m.W_out(act(m.W_in(h)))
+
+    y = sublayer(attn, "norm_attn", x)
+    return y + mlp(norm(mlp_norm, x)) if parallel else sublayer(mlp, mlp_norm, y)
 
 
 def _block_mistakes():
@@ -140,6 +175,11 @@ def _block_mistakes():
 
     def by_d_model(x, n, s):
         return _written_out(x, n, s, attention=lambda q, k, v: _filled(q, k, v, scale=x.shape[-1] ** -0.5))
+
+    def one_head(x, n, s):
+        if n == 1:
+            raise ValueError("one head was asked for: not a mistake here")  # the mistake does not apply
+        return _written_out(x, 1, s)
 
     mistakes = {
         N_("this is post-norm, x = LN(x + attn(x)); the block is pre-norm: x = x + attn(LN(x)), "
@@ -153,18 +193,45 @@ def _block_mistakes():
                      for name, (__, wrong) in ATTENTION_MISTAKES.items()})
     mistakes[N_("the scale is 1/sqrt(d_head), the width of ONE head, not 1/sqrt(d_model).")] = by_d_model
     mistakes.update({hint: written_out(split=split, merge=merge) for hint, split, merge in HEAD_MISTAKES.values()})
+    mistakes.update(_own_block_mistakes(written_out, one_head))
     return mistakes
 
 
-def _report(cls, name, run, reference, cases, mistakes, describe):
+def _own_block_mistakes(written_out, one_head):
+    """The block's own typical mistakes: hint -> wrong block (x, n_heads, seed)."""
+    return {
+        N_("the heads' concatenation goes through the output projection: return W_O(z), not z."):
+            written_out(project=False),
+        N_("the residual connection adds the sublayer's output to x itself, not to LN(x): "
+           "x = x + attn(LN(x)), not LN(x) + attn(LN(x))."): written_out(shortcut="normed"),
+        N_("split q, k and v into n_heads heads of width d_head = d_model / n_heads, each with its own "
+           "softmax: you computed one head over all of d_model."): one_head,
+        N_("the MLP's GELU is the exact one, F.gelu(x), not the tanh approximation (approximate='tanh')."):
+            written_out(act=_gelu_tanh),
+        N_("the MLP needs its nonlinearity between W_in and W_out, W_out(GELU(W_in x)): without it the "
+           "two layers are one linear map."): written_out(act=lambda h: h),
+        N_("each sublayer has its own LayerNorm: norm_attn before the attention, norm_mlp before the MLP."):
+            written_out(mlp_norm="norm_attn"),
+        N_("the LayerNorms are missing: x = x + attn(norm_attn(x)), then x = x + mlp(norm_mlp(x))."):
+            written_out(norms=False),
+        N_("the MLP reads the attention step's result: first x = x + attn(LN(x)), then x = x + mlp(LN(x)) "
+           "with that new x, not both from the block's input."): written_out(parallel=True),
+    }
+
+
+def _report(cls, name, run, reference, cases, mistakes, describe, errors=None):
     """compare(), reported in the mode of the reader's ``forward`` (strict where it holds the solution)."""
     __tracebackhide__ = True
     try:
-        _core._compare(run, reference, list(cases), name, mistakes, 1e-5, 1e-4, describe, {})
+        _core._compare(run, reference, list(cases), name, mistakes, 1e-5, 1e-4, describe, errors or {})
     except CheckFailure as err:
         return _core._report(name, err, getattr(cls, "forward", None))
     _core.matches_everywhere(name)
     return _core.CheckResult(name, True)
+
+
+# Exercise 8.3 may call the reader's functions of Exercises 8.1 and 8.2: the check calls the package's.
+EARLIER_PARTS = {"my_causal_mask": lambda t: causal_mask(t), "my_causal_attention": _canonical}
 
 
 def check_transformer_block(block_cls):
@@ -172,7 +239,9 @@ def check_transformer_block(block_cls):
 
     On each case the checker builds a ``models.TransformerBlock`` with seeded random weights,
     copies them into the reader's block with ``load_state_dict(reader_weights(package_block))``
-    and compares the two outputs. A wrong block is compared with the mistakes of causal
+    and compares the two outputs. Where the block calls ``my_causal_mask`` or
+    ``my_causal_attention`` (Exercises 8.1, 8.2), the package's versions stand in for them
+    (``EARLIER_PARTS``), so only the block is graded. A wrong block is compared with the mistakes of causal
     attention (``ATTENTION_MISTAKES``, per head), of the heads' split and merge
     (``HEAD_MISTAKES``) and of the block itself.
     """
@@ -192,9 +261,13 @@ def check_transformer_block(block_cls):
                 return wrong(x, n_heads, seed)
         return run_wrong
 
-    return _report(block_cls, N_("Transformer block"), run, reference, _block_cases(),
-                   {hint: mistake(wrong) for hint, wrong in _block_mistakes().items()},
-                   lambda a: _("x of shape {shape}, n_heads={n_heads}").format(shape=tuple(a[0].shape), n_heads=a[1]))
+    with earlier_parts(block_cls, EARLIER_PARTS) as replaced:
+        result = _report(block_cls, N_("Transformer block"), run, reference, _block_cases(),
+                         {hint: mistake(wrong) for hint, wrong in _block_mistakes().items()},
+                         lambda a: _("x of shape {shape}, n_heads={n_heads}").format(
+                             shape=tuple(a[0].shape), n_heads=a[1]))
+    used_the_package(replaced)
+    return result
 
 
 GPT_SIZES = ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers")
@@ -215,13 +288,58 @@ def _gpt_cases():
         yield torch.randint(0, sizes[0], (b, t), generator=g), sizes, 20 + t
 
 
-def _gpt_mistake(**options):
-    def run(tokens, sizes, seed):
-        with torch.no_grad():
-            model = _gpt(sizes, seed, **options)
-            model.load_state_dict(_gpt(sizes, seed).state_dict(), strict=False)  # the same weights
-            return model(tokens)
-    return run
+def _gpt_written(tokens, sizes, seed, *, positions=True, final_norm=True, order=1, chain=True,
+                 extra_residual=False, softmax=False, embed_scale=1.0, tied=False):
+    """The reference GPT forward written out; the options make the typical mistakes.
+
+    order: -1 runs the blocks backwards; chain: False gives every block the embeddings
+    (only the last one counts); extra_residual: x = x + block(x); softmax: returns
+    probabilities; embed_scale: multiplies W_E[token]; tied: W_E^T instead of W_U.
+    """
+    model = _gpt(sizes, seed)
+    with torch.no_grad():
+        x = model.W_E(tokens) * embed_scale  # (B, T, d_model)
+        if positions:
+            x = x + model.W_pos(torch.arange(tokens.shape[1]))
+        h = x
+        for block in list(model.blocks)[::order]:
+            y = block(h if chain else x)
+            h = h + y if extra_residual else y
+        h = model.norm_final(h) if final_norm else h
+        logits = h @ model.W_E.weight.T if tied else model.W_U(h)  # (B, T, d_vocab)
+        return logits.softmax(-1) if softmax else logits
+
+
+def _gpt_mistake(**how):
+    return lambda tokens, sizes, seed: _gpt_written(tokens, sizes, seed, **how)
+
+
+def _sqrt_d_model(tokens, sizes, seed):
+    return _gpt_written(tokens, sizes, seed, embed_scale=sizes[2] ** 0.5)
+
+
+GPT_MISTAKES = {
+    N_("add the position vectors: x_t = W_E[token_t] + W_pos[t]."): _gpt_mistake(positions=False),
+    N_("the final LayerNorm is missing: norm_final before W_U."): _gpt_mistake(final_norm=False),
+    N_("run the blocks in order, blocks[0] first: for block in self.blocks: x = block(x)."): _gpt_mistake(order=-1),
+    N_("each block reads the previous block's output: x = block(x) inside the loop, so that the blocks "
+       "are stacked; yours gives every block the embeddings, and only the last one counts."):
+        _gpt_mistake(chain=False),
+    N_("the block already adds its residual connections: x = block(x), not x = x + block(x)."):
+        _gpt_mistake(extra_residual=True),
+    N_("forward returns the logits, the scores before any softmax (the loss applies it): no softmax at the end."):
+        _gpt_mistake(softmax=True),
+    N_("this GPT does not scale the token embedding by sqrt(d_model): x_t = W_E[token_t] + W_pos[t]."):
+        _sqrt_d_model,
+    N_("MyGPT has its own unembedding: logits = W_U(norm_final(x)), not x @ W_E.weight.T."):
+        _gpt_mistake(tied=True),
+}
+
+GPT_ERRORS = {
+    r"index out of range":
+        N_("an index is out of range: W_pos is indexed by the positions, torch.arange(T), and W_E by the "
+           "token ids."),
+}
 
 
 def check_gpt(gpt_cls):
@@ -245,18 +363,15 @@ def check_gpt(gpt_cls):
         with torch.no_grad():
             return _gpt(sizes, seed)(tokens)
 
-    mistakes = {
-        N_("add the position vectors: x_t = W_E[token_t] + W_pos[t]."): _gpt_mistake(positions="none"),
-        N_("the final LayerNorm is missing: norm_final before W_U."): _gpt_mistake(final_norm=False),
-    }
-    return _report(gpt_cls, N_("GPT forward"), run, reference, _gpt_cases(), mistakes,
+    return _report(gpt_cls, N_("GPT forward"), run, reference, _gpt_cases(), GPT_MISTAKES,
                    lambda a: _("tokens of shape {shape}, sizes {sizes}").format(
-                       shape=tuple(a[0].shape), sizes=dict(zip(GPT_SIZES, a[1]))))
+                       shape=tuple(a[0].shape), sizes=dict(zip(GPT_SIZES, a[1]))), GPT_ERRORS)
 
 
 register_question(
     "ch8_iid_floor",
-    digits=1,
+    digits=2,
+    tolerance=0.05,  # the question says "to within 0.05"
     hint=N_("what is the best guess when the next token does not depend on the past, and what "
             "loss does it get?"),
     reveals=["ch8_ln16", "ch8_mask_parallel", "ch8_mask_prefix"],

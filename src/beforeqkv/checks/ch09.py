@@ -49,6 +49,8 @@ def check_ffn_as_slots(fn):
             lambda x, Wi, bi, Wo, bo: slot_attention(x, Wi, Wo, bi)[0] + bo,
         N_("the ReLU is missing: negative slot scores must not count"):
             lambda x, Wi, bi, Wo, bo: (x @ Wi.T + bi) @ Wo.T + bo,
+        N_("add the output bias b_out once"):
+            lambda x, Wi, bi, Wo, bo: slot_attention(x, Wi, Wo.T, bi)[0] + 2 * bo,
     }
     return compare(fn, _reference, _cases(), "ffn_as_slots", mistakes,
             describe=lambda a: f"x {tuple(a[0].shape)}, W_in {tuple(a[1].shape)}, W_out {tuple(a[3].shape)}")
@@ -93,6 +95,8 @@ def check_swiglu_slot_weights(fn):
             lambda x, Wg, Wi: F.silu((x @ Wg.T) * (x @ Wi.T)),
         N_("row u of W_gate and of W_in belongs to slot u: use x @ W.T, not x @ W"):
             lambda x, Wg, Wi: F.silu(x @ Wg) * (x @ Wi),
+        N_("the gate is a silu, not GELU"):
+            lambda x, Wg, Wi: F.gelu(x @ Wg.T) * (x @ Wi.T),
     }
     return compare(fn, _swiglu_weights, _swiglu_cases(), "swiglu_slot_weights", mistakes,
                    describe=lambda a: f"x {tuple(a[0].shape)}, W_gate {tuple(a[1].shape)}")
@@ -100,7 +104,8 @@ def check_swiglu_slot_weights(fn):
 
 register_question(
     "ch9_handwritten_3m_4c",
-    digits=1,
+    digits=2,
+    tolerance=0.05,  # the question says "to within 0.05"
     hint=N_("what does the memory output for a fact without a slot, and how often is that right?"),
     reveals=["ch9_hand_3m_4c"],
 )

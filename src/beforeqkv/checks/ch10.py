@@ -48,6 +48,8 @@ def check_mean_pool(fn):
             lambda h, m: (h * (~m).unsqueeze(-1)).sum(1) / (~m).sum(1, keepdim=True),
         N_("mean pooling alone does not normalise: encode() divides by the norm afterwards"):
             lambda h, m: F.normalize(_mean_pool(h, m), dim=-1),
+        N_("a sentence's vector is the mean over its real tokens, not the first ([CLS]) token's vector"):
+            lambda h, m: h[:, 0],
     }
     return compare(fn, _mean_pool, _pool_cases(), "mean_pool", mistakes,
             describe=lambda a: _("h {shape}, real tokens per row {counts}").format(
@@ -98,6 +100,10 @@ def check_post_norm(fn):
             lambda x, fx, w, b, e: layer_norm(x + fx, w, b, e, eps_outside=True),
         N_("the LayerNorm's learned gain (weight) and shift (bias) are missing"):
             lambda x, fx, w, b, e: layer_norm(x + fx, torch.ones_like(w), torch.zeros_like(b), e),
+        N_("LayerNorm first subtracts the mean: (z - mean(z)) / sqrt(var(z) + eps)"):
+            lambda x, fx, w, b, e: (x + fx) / ((x + fx).var(-1, unbiased=False, keepdim=True) + e).sqrt() * w + b,
+        N_("x + f(x) is normalised, then nothing is added: LN(x + f(x)), not LN(x) + f(x)"):
+            lambda x, fx, w, b, e: layer_norm(x, w, b, e) + fx,
     }
     return compare(fn, _post_norm, _norm_cases(), "post_norm", mistakes,
             describe=lambda a: f"x {tuple(a[0].shape)}, eps {a[4]:g}")

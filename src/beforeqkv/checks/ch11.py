@@ -45,6 +45,12 @@ def check_rmsnorm(fn):
             lambda x, w, e: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + e) * w,
         N_("the mean is over the last axis (the features of one position), not over the whole tensor"):
             lambda x, w, e: x * (x.pow(2).mean() + e).rsqrt() * w,
+        N_("divide by the root of the MEAN of the squares (.mean(-1)), not of their sum: the sum grows with d"):
+            lambda x, w, e: x * (x.pow(2).sum(-1, keepdim=True) + e).rsqrt() * w,
+        N_("RMSNorm uses the mean of the squares, mean(x^2), not their variance: it does not centre x"):
+            lambda x, w, e: x * (x.var(-1, keepdim=True, correction=0) + e).rsqrt() * w,
+        N_("add eps to mean(x^2) inside the square root: without it a tiny x is blown up"):
+            lambda x, w, e: x * x.pow(2).mean(-1, keepdim=True).rsqrt() * w,
     }
     return compare(fn, _rmsnorm, cases, "rmsnorm", mistakes,
             describe=lambda a: f"x {tuple(a[0].shape)}, eps={a[2]}")
@@ -56,16 +62,18 @@ def _rotary(q, base):
     return apply_rotary(q, cos, sin)
 
 
-def _rotary_wrong(q, base, *, pairs=False, sign=1.0, start=0, step=2):
+def _rotary_wrong(q, base, *, pairs=False, sign=1.0, start=0, step=2, exponent=-1, reverse=False,
+                  swap=False, keep_b=False):
     t, d = q.shape[-2], q.shape[-1]
-    inv_freq = base ** (-torch.arange(0, d, step)[: d // 2].float() / d)  # (d/2,)
+    c = torch.arange(0, d, step)[: d // 2].float()  # (d/2,)
+    inv_freq = base ** (exponent * (c.flip(0) if reverse else c) / d)  # (d/2,)
     ang = torch.outer(torch.arange(start, start + t).float(), inv_freq)  # (T, d/2)
-    c, s = ang.cos(), sign * ang.sin()
+    c, s = (ang.sin(), sign * ang.cos()) if swap else (ang.cos(), sign * ang.sin())
     if pairs:  # rotate adjacent coordinates (0, 1), (2, 3), ...
         a, b = q[..., 0::2], q[..., 1::2]
         return torch.stack([a * c - b * s, a * s + b * c], -1).flatten(-2)
     a, b = q[..., : d // 2], q[..., d // 2:]
-    return torch.cat([a * c - b * s, a * s + b * c], -1)
+    return torch.cat([a * c - b * s, b if keep_b else a * s + b * c], -1)
 
 
 def check_rotary(fn):
@@ -87,6 +95,14 @@ def check_rotary(fn):
             lambda q, b: _rotary_wrong(q, b, start=1),
         N_("the frequencies are base^(-2c/d_head) for c = 0 .. d_head/2 - 1"):
             lambda q, b: _rotary_wrong(q, b, step=1),
+        N_("theta_0 = 1 is the fastest pair and theta_c shrinks with c: base^(-2c/d_head), your frequencies "
+           "run the other way"): lambda q, b: _rotary_wrong(q, b, reverse=True),
+        N_("both coordinates of a pair change: (a, b) -> (a cos - b sin, a sin + b cos); you kept b as it was"):
+            lambda q, b: _rotary_wrong(q, b, keep_b=True),
+        N_("cos multiplies the coordinate itself: (a, b) -> (a cos - b sin, a sin + b cos); you swapped cos and sin"):
+            lambda q, b: _rotary_wrong(q, b, swap=True),
+        N_("the exponent is negative, theta_c = base^(-2c/d_head): pair c turns slower as c grows, not faster"):
+            lambda q, b: _rotary_wrong(q, b, exponent=1),
     }
     return compare(fn, _rotary, cases, "rotary", mistakes, atol=1e-4,
             describe=lambda a: f"q {tuple(a[0].shape)}, base={a[1]}")
@@ -100,15 +116,15 @@ def _q4_1(block):
     return d * q + m
 
 
-def _q4_1_wrong(block, *, order="lohi", zero=0, with_m=True, swap=False):
+def _q4_1_wrong(block, *, order="lohi", zero=0, with_m=True, swap=False, signed=False, scale_m=False):
     d, m = block[:4].view(torch.float16).float()
     if swap:
         d, m = m, d
-    packed = block[4:].long()
+    packed = (block[4:].view(torch.int8) if signed else block[4:]).long()
     lo, hi = packed & 0xF, packed >> 4
     q = {"lohi": torch.cat([lo, hi]), "hilo": torch.cat([hi, lo]),
          "interleaved": torch.stack([lo, hi], 1).flatten()}[order].float() - zero
-    return d * q + (m if with_m else 0)
+    return d * (q + m) if scale_m else d * q + (m if with_m else 0)
 
 
 def _blocks():
@@ -137,6 +153,9 @@ def check_q4_1_block(fn):
             lambda b: _q4_1_wrong(b, zero=8),
         N_("the scale d comes first in the block, then the minimum m"):
             lambda b: _q4_1_wrong(b, swap=True),
+        N_("the packed bytes are unsigned (uint8): read as int8, a byte of 128 or more gets a negative "
+           "high nibble"): lambda b: _q4_1_wrong(b, signed=True),
+        N_("m is added after the scaling: x = d q + m, not d (q + m)"): lambda b: _q4_1_wrong(b, scale_m=True),
     }
     return compare(fn, _q4_1, _blocks(), "q4_1_block", mistakes, atol=1e-6,
             describe=lambda a: _("block {values} (d, m)").format(values=a[0][:4].view(torch.float16).tolist()))
