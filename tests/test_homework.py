@@ -141,6 +141,21 @@ def test_an_empty_glue_value_stops_the_export_naming_chapter_and_glue(tmp_path, 
     assert "01_x.ipynb" in err and "'x'" in err and "empty" in err
 
 
+def test_homework_from_an_unfinished_execution_says_what_to_run_without_a_traceback(tmp_path, capsys):
+    """A stale or half-finished _exec: `make assignments` names the chapter, the glue and the command."""
+    (tmp_path / "book").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "book" / "references.bib").write_text("")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("{glue:text}`ch8_lm_steps`")])
+    nbformat.write(nb, tmp_path / "book" / "08_x.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "run" / "08_x.ipynb")  # not executed
+    args = [str(tmp_path / d) for d in ("book", "run", "assignments", "instructor")]
+    assert assignments.main(*args) == 1
+    err = capsys.readouterr().err
+    assert "08_x.ipynb" in err and "'ch8_lm_steps'" in err and "run `make execute`" in err
+    assert "Traceback" not in err
+
+
 def test_every_glued_number_of_every_chapter_has_a_value_in_the_executed_run():
     runs = [EXECUTED / p.name for p in CHAPTERS]
     if not all(r.exists() for r in runs):
@@ -150,6 +165,17 @@ def test_every_glued_number_of_every_chapter_has_a_value_in_the_executed_run():
         names = _glue_names(nbformat.read(path, as_version=4))
         missing = sorted(n for n in names if values.get(n) in (None, ""))
         assert names and not missing, (path.name, missing)
+
+
+def test_the_students_set_up_is_one_line_that_installs_the_cpu_torch_wheel():
+    """The line on the teachers' page takes torch from the index `make install` uses for a CPU build."""
+    import re
+    index = re.search(r"^TORCH_INDEX \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert teachers.CPU_TORCH_INDEX == index
+    line = teachers.STUDENT_SETUP
+    assert line.startswith("pip install ") and "\n" not in line
+    assert f"--extra-index-url {index} torch " in line and "jupyterlab" in line and "ipywidgets" in line
+    assert f"```bash\n{line}\n```" in (BOOK / "teachers.md").read_text()
 
 
 def test_teachers_page_is_generated_from_the_notebooks():

@@ -251,6 +251,20 @@ def test_workers_reads_beforeqkv_workers_and_refuses_nonsense(monkeypatch):
         train.map_runs([1, 2], [3])
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux") or torch.cuda.is_available(), reason="forks on a Linux CPU")
+def test_a_graded_run_never_forks(monkeypatch):
+    """nbgrader's autograder and beforeqkv.grade run the student's notebook: no fork, no fork warning."""
+    monkeypatch.setenv("BEFOREQKV_WORKERS", "2")
+    assert train.workers(8) == 2
+    for var, value in (("BEFOREQKV_GRADING", "1"), ("NBGRADER_EXECUTION", "autograde")):
+        with monkeypatch.context() as m:
+            m.setenv(var, value)
+            assert train.workers(8) == 1
+            assert train.map_runs(lambda x: os.getpid(), [1, 2]) == [os.getpid()] * 2
+    monkeypatch.setenv("BEFOREQKV_GRADING", "0")
+    assert train.workers(8) == 2
+
+
 @pytest.mark.parametrize("name", ["adam", "adamw", "sgd"])
 def test_the_batched_optimizer_update_gives_the_numbers_of_the_per_parameter_loop(name, monkeypatch):
     """train() asks for foreach=True (faster on a CPU); the numbers are those of foreach=False."""

@@ -71,6 +71,16 @@ def test_the_one_time_settings_are_checked_before_the_build():
     assert JOBS["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
 
 
+def test_the_homework_job_gets_a_finished_execution():
+    """make's tools read _exec only after `make execute` finished (its executed.ok)."""
+    upload = next(s for s in JOBS["book"]["steps"] if s.get("with", {}).get("name") == "executed")
+    assert "_exec/executed.ok" in upload["with"]["path"] and "_exec_zh/book/" in upload["with"]["path"]
+    assert any(s.get("with", {}).get("name") == "executed" for s in JOBS["homework"]["steps"]
+               if "download-artifact" in s.get("uses", ""))
+    makefile = (ROOT / "Makefile").read_text()
+    assert "EXECUTED := $(EXEC)/executed.ok" in makefile and "| $(EXEC)/book" not in makefile
+
+
 def test_the_notebooks_branch_is_pinned_to_the_commit_the_site_was_built_from():
     assert '--ref "$GITHUB_SHA"' in runs("notebooks")
     assert 'publish.py use "$GITHUB_REPOSITORY"' in runs("notebooks")

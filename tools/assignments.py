@@ -226,7 +226,12 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
         nb = nbformat.read(path, as_version=4)
         if lang != "en":
             nb = export_reader.translated(nb, path, lang)
-        source = source_version(nb, export_reader.glue_values(run), bib, export_reader.chapter_of(path))
+        try:
+            source = source_version(nb, export_reader.glue_values(run), bib, export_reader.chapter_of(path))
+        except export_reader.MissingGlue as err:
+            print(f"{path.name}: the value of glue {err.args[0]!r} is missing in {run}: that execution did not "
+                  "finish or is stale; run `make execute` (then `make assignments` again)", file=sys.stderr)
+            return 1
         nbformat.write(source, keys / path.name)
         nbformat.write(release_version(source), out / path.name)
         n = len(exercises(source))

@@ -54,6 +54,8 @@ check raises; to make it raise while you work through the solutions, set
 `BEFOREQKV_CHECKS=strict` before starting Jupyter, or call `checks.configure("strict")`.
 """
 
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # the Makefile's TORCH_INDEX (tested)
+STUDENT_SETUP = f"pip install --extra-index-url {CPU_TORCH_INDEX} torch jupyterlab ipywidgets"
 HANDOUT = """## Handing out
 
 ```bash
@@ -78,6 +80,18 @@ open question gets an empty answer cell, and the outputs are cleared. The Markdo
 (the book's numbers are filled in from its executed run, citations are written out), so the
 notebooks read the same in Jupyter, JupyterLab and Colab. In Colab, the first cell installs
 the package.
+
+### The students' set-up
+
+On their own machine, one line in a fresh virtual environment (Python 3.9 or newer) installs
+what the notebooks need: the CPU build of PyTorch (a plain `pip install torch` on Linux
+fetches the CUDA build, several GB), Jupyter and the widgets. The first cell of each
+notebook then installs the book's package and the data or weights its chapter reads. With
+an NVIDIA GPU, leave out `--extra-index-url` and its address to get the CUDA build.
+
+```bash
+STUDENT_SETUP
+```
 
 ## Grading without nbgrader
 
@@ -244,7 +258,7 @@ def render(book: Path) -> str:
     parts.append("Short, self-contained, and answerable without running a long experiment:\n")
     parts += [f"- {e}" for e in exam]
     parts.append("")
-    parts.append(HANDOUT)
+    parts.append(HANDOUT.replace("STUDENT_SETUP", STUDENT_SETUP))
     return "\n".join(parts).rstrip() + "\n"
 
 

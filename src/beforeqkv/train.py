@@ -304,7 +304,9 @@ _JOB = None  # (fn, items) while map_runs runs: the forked workers inherit it, n
 def workers(n_items: int | None = None) -> int:
     """How many processes :func:`map_runs` uses: ``BEFOREQKV_WORKERS`` if set, else one per
     CPU core this process may use; 1 (run in this process) on a GPU, off Linux, inside a
-    worker, or for a single item."""
+    worker, for a single item, or in a graded run (``BEFOREQKV_GRADING``, nbgrader's
+    ``NBGRADER_EXECUTION``): a grader's kernel never forks, so nothing of a fork reaches its
+    report."""
     env = os.environ.get("BEFOREQKV_WORKERS", "")
     if env:
         if not env.isdigit() or int(env) < 1:
@@ -313,7 +315,8 @@ def workers(n_items: int | None = None) -> int:
     else:
         n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     import multiprocessing as mp
-    if not sys.platform.startswith("linux") or torch.cuda.is_available() or mp.current_process().daemon:
+    graded = os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0") or os.environ.get("NBGRADER_EXECUTION")
+    if not sys.platform.startswith("linux") or torch.cuda.is_available() or mp.current_process().daemon or graded:
         n = 1
     return max(1, min(n, n_items if n_items is not None else n))
 
