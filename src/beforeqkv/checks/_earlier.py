@@ -23,7 +23,8 @@ def _installed(module: str) -> bool:
     if module == "__main__":  # a notebook's or a script's own code (a kernel's launcher may sit in site-packages)
         return False
     path = str(getattr(sys.modules.get(module), "__file__", "") or "")
-    return any(part in path for part in ("site-packages", "dist-packages")) or module in sys.stdlib_module_names
+    stdlib = getattr(sys, "stdlib_module_names", ())  # Python 3.10+; on 3.9 the path test alone
+    return any(part in path for part in ("site-packages", "dist-packages")) or module in stdlib
 
 
 def _readers_own(obj) -> bool:
