@@ -338,6 +338,9 @@ def test_an_untouched_student_notebook_runs_to_the_end_under_run_all(small, monk
     nb = _run(small / "student.ipynb", monkeypatch, graded=False)  # raises on the first error
     out = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "\u2717" in out and "replace the `...`" in out and "YOUR CODE HERE" in out
+    noise = [o.get("text", "")[:120] for c in nb.cells for o in c.get("outputs", [])
+             if o.get("name") == "stderr" or "Warning" in o.get("text", "")]
+    assert noise == [], "a student's Run All prints warnings"
 
 
 def _tamper(nb):
