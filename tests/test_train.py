@@ -2,7 +2,6 @@
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -220,9 +219,13 @@ def test_map_runs_on_two_workers_gives_the_numbers_of_a_plain_loop():
     assert [f.accuracy for f in forked] == [f.accuracy for f in plain]
     assert all(torch.equal(a, b) for f, g in zip(forked, plain) for a, b in zip(f.model.parameters(),
                                                                                   g.model.parameters()))
-    # the work really ran in other processes (a closure over a local works: nothing is pickled but results)
+    # the work really ran in other processes (a closure over a local works: nothing is pickled but results);
+    # a barrier of two, not a sleep: a task returns only once another process runs one, however slow the start
+    import multiprocessing as mp
+    both = mp.get_context("fork").Barrier(2)
+
     def pid(_):
-        time.sleep(0.3)  # long enough that both workers take a task
+        both.wait(timeout=120)
         return os.getpid()
     pids = train.map_runs(pid, range(4), n_workers=2)
     assert os.getpid() not in pids and len(set(pids)) == 2
