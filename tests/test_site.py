@@ -197,3 +197,19 @@ def test_no_file_of_the_site_holds_a_prediction_answer_or_a_solution_marker(site
         text = html_lib.unescape(re.sub(r"<[^>]+>", "", text)).replace('\\"', '"')  # HTML, JSON
         leaked = [a for a in answers if a in text]
         assert not leaked, (path, leaked)
+
+
+@pytest.mark.parametrize("edition", ["_exec", "_exec_zh"])
+def test_no_page_shows_a_warning_or_stderr_output(site, edition):
+    """Every page is built from these executed notebooks: a warning printed by the book's own
+    code (with the build machine's paths in it) would be on the page."""
+    executed = sorted((ROOT / edition / "book").glob("[0-9]*.ipynb"))
+    assert len(executed) == len(CHAPTERS), f"{edition}/book: run `make execute`"
+    noise = []
+    for path in executed:
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            for out in cell.get("outputs", []):
+                text = out.get("text", "")
+                if out.get("name") == "stderr" or "Warning:" in text:
+                    noise.append(f"{path.name} cell {i}: {text[:100]!r}")
+    assert noise == []

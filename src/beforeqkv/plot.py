@@ -170,13 +170,15 @@ def use_book_style() -> None:
     use_language_font()
 
 
-def new_figure(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
+def new_figure(nrows: int = 1, ncols: int = 1, figsize=None, layout=None, **kwargs):
     """A fresh (fig, axes) pair outside pyplot's global state (shown once when returned).
 
     Its words use the fonts of the language in force (:func:`use_language_font`), also
-    when the language was changed after :func:`use_book_style`."""
+    when the language was changed after :func:`use_book_style`. ``layout="none"``: a figure
+    placed by hand with ``subplots_adjust`` (the book style's constrained layout is off from
+    the start, so matplotlib has nothing to warn about)."""
     use_language_font()
-    fig = Figure(figsize=figsize or matplotlib.rcParams["figure.figsize"])
+    fig = Figure(figsize=figsize or matplotlib.rcParams["figure.figsize"], layout=layout)
     axes = fig.subplots(nrows, ncols, **kwargs)
     return fig, axes
 

@@ -22,8 +22,7 @@ def scale_figure(d_heads=(16, 256, 1024), seed=0):
     """The spread of q·k grows like sqrt(d_head); dividing by it keeps the softmax soft (chapter 7)."""
     if len(d_heads) != 3 or any(not isinstance(d, int) or d < 1 for d in d_heads):
         raise ValueError(f"d_heads must be three positive ints, got {d_heads!r}")
-    fig, axes = new_figure(2, 2, figsize=(7.0, 6.0), height_ratios=[1.15, 1])
-    fig.set_layout_engine("none")  # placed by hand below (the book style's constrained layout is off)
+    fig, axes = new_figure(2, 2, figsize=(7.0, 6.0), height_ratios=[1.15, 1], layout="none")  # placed by hand
     fig.subplots_adjust(hspace=0.62, wspace=0.3, top=0.9, bottom=0.1, left=0.1, right=0.97)
     colors, styles = [BLUE, ORANGE, RED], ["-", "--", ":"]
     big = max(d_heads)
