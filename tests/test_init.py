@@ -94,3 +94,28 @@ def test_setup_turns_tf32_off_so_a_gpu_computes_float32_in_float32():
     assert info["tf32"] is False
     assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
     assert torch.get_float32_matmul_precision() == "highest"
+
+
+def test_idle_cores_reads_the_idle_share_of_all_cpus(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  600 0 200 1000 100 0 0 0 0 0\ncpu0 300 0 100 500 50 0 0 0 0 0\n"
+                    "cpu1 300 0 100 500 50 0 0 0 0 0\nintr 1 2 3\n")
+    assert beforeqkv._cpu_times(str(stat)) == (1100.0, 1900.0, 2)
+    assert beforeqkv._cpu_times(str(tmp_path / "none")) is None
+    snapshots = iter([(1100.0, 1900.0, 2), (1150.0, 2000.0, 2)])  # half of 2 cores idle
+    assert beforeqkv._idle_cores(0.0, times=lambda: next(snapshots)) == 1.0
+    assert beforeqkv._idle_cores(0.0, times=lambda: None) is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or torch.cuda.is_available(),
+                    reason="more than one worker on a Linux CPU only")
+def test_cpu_threads_takes_no_core_that_another_program_keeps_busy(monkeypatch):
+    """Chapter 8's model with two threads: 3.0 s beside an idle core, 13.0 s beside a busy one (one: 4.5 s)."""
+    monkeypatch.setenv("BEFOREQKV_WORKERS", "2")
+    for idle, want in ((2.0, 2), (1.9, 2), (1.0, 1), (1.5, 1), (0.1, 1), (None, 2)):
+        monkeypatch.setattr(beforeqkv, "_idle_cores", lambda idle=idle: idle)
+        with beforeqkv.cpu_threads() as n:
+            assert n == want == torch.get_num_threads(), idle
+    monkeypatch.setattr(beforeqkv, "_idle_cores", lambda: 0.0)
+    with beforeqkv.cpu_threads(2) as n:
+        assert n == 2, "an explicit count is kept"
