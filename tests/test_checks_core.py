@@ -1,5 +1,6 @@
 """The checker machinery: modes (lenient, strict, graded), natural answers, no leaked answers."""
 import importlib.util
+import os
 import math
 import json
 from pathlib import Path
@@ -314,3 +315,24 @@ def test_a_tolerance_needs_a_number_and_a_sensible_size():
     with pytest.raises(ValueError, match="tolerance"):
         _core.register_question("x_test", digits=2, tolerance=5.0)
     assert "x_test" not in _core.QUESTIONS
+
+
+@pytest.mark.parametrize("graded", [False, True])
+def test_a_right_answer_that_warns_prints_nothing_on_stderr(graded):
+    """nbgrader zeroes a test cell with any stderr output: a check sends what the reader's code
+    writes there (a warning, here) to stdout. A fresh interpreter, where Python itself prints warnings."""
+    import subprocess
+    import sys
+    code = ("import warnings, torch\n"
+            "from beforeqkv import checks\n"
+            "from beforeqkv.checks import grading\n"
+            "def mask(t):\n"
+            "    warnings.warn('my code uses something deprecated', UserWarning)\n"
+            "    return torch.ones(t, t).tril().bool()\n"
+            "assert checks.check_causal_mask(mask)\n"
+            "assert grading.verify('check_causal_mask', mask)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BEFOREQKV_")}
+    env.update(BEFOREQKV_GRADING="1" if graded else "0", BEFOREQKV_CHECKS="strict", PYTHONWARNINGS="default")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "" and "my code uses something deprecated" in r.stdout and "\u2713" in r.stdout

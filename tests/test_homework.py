@@ -458,7 +458,7 @@ def nbgrader_course(released, tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
     source, release = released[SMALL.name]
     for folder, nb in [("source/ch03", source), ("submitted/alice/ch03", release),
-                       ("submitted/teacher/ch03", source)]:
+                       ("submitted/teacher/ch03", source), ("submitted/warner/ch03", _warning_answers(source))]:
         (course / folder).mkdir(parents=True)
         nbformat.write(nb, course / folder / SMALL.name)
     keys = Path(os.environ.get("BEFOREQKV_INSTRUCTOR", ROOT / "dist" / "instructor"))
@@ -469,9 +469,22 @@ def nbgrader_course(released, tmp_path_factory):
         run = subprocess.run([nbgrader, *args], cwd=course, env=env, capture_output=True, text=True, timeout=900)
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     out = subprocess.run([str(Path(venv).resolve() / "bin" / "python"), "-c", NBGRADER_SCORES,
-                          str(course / "gradebook.db"), "alice", "teacher"],
+                          str(course / "gradebook.db"), "alice", "teacher", "warner"],
                          capture_output=True, text=True, check=True).stdout
     return course, {line.split()[0]: tuple(float(x) for x in line.split()[1:]) for line in out.splitlines()}
+
+
+def _warning_answers(source):
+    """The instructor's answers, each coding solution warning when called (as deprecated calls do)."""
+    import re
+    nb = copy.deepcopy(source)
+    solutions = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
+                 and re.search(r"^def \w+\(.*\):$", c.source, re.M)]
+    assert solutions, "chapter 3 has a coding exercise"
+    for cell in solutions:
+        cell.source = re.sub(r"^(def \w+\(.*\):)$", "\\1\n    import warnings\n"
+                             "    warnings.warn('something deprecated', UserWarning)", cell.source, count=1, flags=re.M)
+    return nb
 
 
 def test_nbgrader_autograde_scores_the_untouched_release_zero_and_the_instructor_full(nbgrader_course):
@@ -479,6 +492,7 @@ def test_nbgrader_autograde_scores_the_untouched_release_zero_and_the_instructor
     print("nbgrader autograde, chapter 3 (score, max):", scores)
     assert scores["alice"][0] == 0 and scores["alice"][1] > 0
     assert scores["teacher"][0] == scores["teacher"][1] > 0
+    assert scores["warner"] == scores["teacher"], "a right answer that prints a warning loses no point"
 
 
 def test_nbgrader_validate_reports_a_wrong_answer(nbgrader_course, released, tmp_path):

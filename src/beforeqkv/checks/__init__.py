@@ -19,3 +19,25 @@ from .ch08 import *  # noqa: F401,F403
 from .ch09 import *  # noqa: F401,F403
 from .ch10 import *  # noqa: F401,F403
 from .ch11 import *  # noqa: F401,F403
+
+
+def _stdout_only(check):
+    """``check`` writing to stdout alone: while it runs, what the reader's code sends to stderr (a
+    warning, a progress bar) goes to stdout. nbgrader gives 0 points to a test cell with any
+    stderr output, however right the answer; the other graders and a reader's kernel see the
+    same text, on stdout."""
+    import contextlib
+    import functools
+    import sys
+
+    @functools.wraps(check)
+    def wrapper(*args, **kwargs):
+        __tracebackhide__ = True
+        with contextlib.redirect_stderr(sys.stdout):
+            return check(*args, **kwargs)
+    return wrapper
+
+
+for _name in [n for n in dir() if n.startswith("check_") and callable(globals()[n])]:
+    globals()[_name] = _stdout_only(globals()[_name])
+del _name
