@@ -53,3 +53,9 @@ def test_without_cuda_the_report_says_so_and_a_failure_fails_the_check(tmp_path,
     assert "skipped: no CUDA device" in text
     bad = notebook(tmp_path / "02_bad.ipynb", ("assert False, 'no'", []))
     assert gpu_check.main(["--out", str(tmp_path / "out"), "--skip-unit", "--chapters", str(bad)]) == 1
+
+
+def test_the_data_packages_and_the_install_cell_are_bootstraps():
+    import bootstrap
+    assert gpu_check.DATA == {use: module for module, uses in bootstrap.PACKAGES.values() for use in uses}
+    assert gpu_check.INSTALL_CELL == bootstrap.FIRST_LINE

@@ -23,6 +23,9 @@ from pathlib import Path
 import nbformat
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from publish import package_version  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_LINE = "# Colab or a fresh Jupyter: install what this chapter needs"
 
@@ -42,8 +45,7 @@ def repository():
 
 def release():
     """The package's version: ``__version__`` in src/beforeqkv/__init__.py (pyproject reads it)."""
-    text = (ROOT / "src" / "beforeqkv" / "__init__.py").read_text()
-    return re.search(r'^__version__\s*=\s*"([^"]+)"', text, re.M).group(1)
+    return package_version()
 
 
 def pins():
