@@ -24,7 +24,7 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from publish import package_version  # noqa: E402
+from publish import configured_url, package_version  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_LINE = "# Colab or a fresh Jupyter: install what this chapter needs"
@@ -40,7 +40,7 @@ PACKAGES = {
 def repository():
     """(url, branch) of the book's repository, from _config.yml."""
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
-    return repo["url"].rstrip("/"), repo.get("branch", "main")
+    return configured_url(ROOT), repo.get("branch", "main")
 
 
 def release():

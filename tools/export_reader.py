@@ -359,14 +359,12 @@ def take_hidden_cells(nb) -> list[tuple[str, str]]:
     section; the rest (glue calls: their numbers are in the prose) are dropped. Neither may
     define a name a later cell uses (moved, it would run after that cell): that is a
     ValueError naming the names."""
-    from assignments import HEADING  # the one definition (assignments imports this module)
     install = bootstrap.bootstrap_cell(nb)
     kept, taken, number = [], [], None
     dropped: list[tuple[int, set]] = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            found = HEADING.findall(cell.source)
-            number = found[-1][0] if found else number
+            number = _exercise_at(cell.source, len(cell.source), number)
         hidden = (cell.cell_type == "code" and cell is not install
                   and "remove-cell" in cell.metadata.get("tags", []))
         tree = ast.parse(cell.source) if hidden else None
@@ -376,10 +374,12 @@ def take_hidden_cells(nb) -> list[tuple[str, str]]:
             if number and any(isinstance(node, ast.Assert) for node in tree.body):
                 taken.append((number, cell.source))  # a model answer's measurement, with its checks
             dropped.append((len(kept), _bound_names(tree)))
+    code = [(i, ast.parse(c.source)) for i, c in enumerate(kept) if c.cell_type == "code"]
+    loads = [(i, _loaded_names(tree)) for i, tree in code]
+    binds = [(i, _bound_names(tree)) for i, tree in code]
     for at, names in dropped:
-        later = [c for c in kept[at:] if c.cell_type == "code"]
-        used = names & set().union(*(_loaded_names(ast.parse(c.source)) for c in later)) if later else set()
-        rebound = set().union(*(_bound_names(ast.parse(c.source)) for c in kept[:at] if c.cell_type == "code"))
+        used = names & set().union(*(n for i, n in loads if i >= at))
+        rebound = set().union(*(n for i, n in binds if i < at))
         if used - rebound:
             raise ValueError(f"a cell the site hides (remove-cell) defines {sorted(used - rebound)}, "
                              "which a later cell uses: compute them in a visible cell")
