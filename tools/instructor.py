@@ -82,9 +82,66 @@ NBGRADER_CONFIG = """\
 # Without it the first cell tries to install the package at grading time and, offline,
 # every check fails.
 c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "before-qkv"
 c.ExecutePreprocessor.timeout = 600      # seconds per cell (nbgrader's default is 30)
 c.ExecutePreprocessor.kernel_name = "python3"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+
+# Autograde never runs a submission in a kernel: the step below scores every check with
+# `python -m beforeqkv.grade` (the kernel's Python), which runs each exercise's definitions in a
+# throwaway process and computes the points from the data it returns (see beforeqkv.sandbox).
+# A check cell gets an error output when its check fails: nbgrader then gives it 0 points.
+ALLOW_PACKAGE = False  # True: an answer that calls the package's own implementation still scores
+
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,  # noqa: E402
+                                    LimitOutput, SaveAutoGrades)
+
+
+class SandboxedChecks(Preprocessor):
+    def __call__(self, nb, resources):  # always on (a Preprocessor is off unless enabled)
+        return self.preprocess(nb, resources)
+
+    def preprocess(self, nb, resources):
+        import json
+        import os
+        import subprocess
+        import tempfile
+
+        import nbformat
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        python = KernelSpecManager().get_kernel_spec("python3").argv[0]
+        info = resources["nbgrader"]
+        source = os.path.abspath(os.path.join("source", info["assignment"], info["notebook"] + ".ipynb"))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, info["notebook"] + ".ipynb")
+            nbformat.write(nb, path)
+            run = subprocess.run([python, "-m", "beforeqkv.grade", path, "--source", source, "--json"]
+                                 + (["--allow-package"] if ALLOW_PACKAGE else []),
+                                 capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if run.returncode != 0:
+            raise RuntimeError("beforeqkv.grade failed: " + run.stderr[-3000:])
+        rows = {r["id"]: r for r in json.loads(run.stdout.strip().splitlines()[-1])["rows"]}
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            cell.outputs, cell.execution_count = [], None
+            row = rows.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+            if row is None or row["kind"] == "open":
+                continue
+            if row["score"] == row["points"]:
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="passed\\n")]
+            else:
+                text = row.get("message") or row["status"]
+                cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue=row["status"],
+                                                       traceback=[text])]
+        return nb, resources
+
+
+c.Autograde.autograde_preprocessors = [SandboxedChecks, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 """
 
 

@@ -1,27 +1,25 @@
-"""Grade a homework notebook without nbgrader: run it, score every check.
+"""Grade homework notebooks without nbgrader: every check scored where the student's code never runs.
 
     python -m beforeqkv.grade SUBMISSION.ipynb [MORE.ipynb ...] [--source DIR_OR_FILE] [--timeout 600]
+                              [--allow-package] [--json]
 
-Like nbgrader's autograder, the graded notebook is the instructor's version (``--source``:
-a notebook, or a folder holding one of the same name; by default
-``dist/instructor/source/``, written by ``make assignments``) with only the student's
-answer cells (nbgrader ``solution`` cells, matched by grade id) taken from the
-submission. Everything else comes from the instructor's version: the test cells with
-their hidden tests, the points and the prose, so a student who edits a test cell or its
-metadata changes nothing. Each hidden test asserts ``checks.grading.verify(...)``, which
-runs the checker from a fresh copy in graded mode, so patching a checker or the check
-mode in an answer cell, or setting ``BEFOREQKV_GRADING``, changes nothing either.
+The instructor's version (``--source``: a notebook, or a folder holding one of the same name; by
+default ``dist/instructor/source/``, written by ``make assignments``) says what is graded: its check
+cells, their hidden tests and points. From the submission only the answer cells are read (nbgrader
+``solution`` cells, matched by grade id), so editing a test cell or its metadata changes nothing.
 
-The notebook runs top to bottom in a fresh kernel with ``BEFOREQKV_GRADING=1``; a failed
-check raises (with a message that never gives the answer) and the run goes on past it.
-A test cell scores its points when it runs without error. Open questions are listed for
-grading by hand (0 points until a person grades them).
+Each check is scored by :mod:`beforeqkv.sandbox`: the student's definitions for that exercise (not
+their other top-level statements) run in a throwaway process, which returns only data; the
+comparison and the points are computed in this process. Patching the checkers, the check mode or
+Python's import machinery, writing files, exiting the process or installing exception hooks in an
+answer cell therefore changes no other exercise's score and no other submission's. An answer that
+calls the package's own implementation is flagged and scores 0 (``--allow-package`` scores it).
+Open questions are listed for grading by hand (0 points until a person grades them).
 """
 from __future__ import annotations
 
 import argparse
-import copy
-import os
+import json
 import sys
 from pathlib import Path
 
@@ -57,59 +55,28 @@ def source_for(submission: Path, source: Path | None = None) -> Path:
     return path
 
 
-def merge(source, submission):
-    """The instructor's notebook with the student's answer cells (nbgrader solution cells,
-    by grade id); an answer the submission lacks stays empty."""
-    answers = {}
-    for cell in submission.cells:
-        nbg = cell.metadata.get("nbgrader", {})
-        if nbg.get("solution") and nbg.get("grade_id"):
-            answers.setdefault(nbg["grade_id"], cell)
-    merged = copy.deepcopy(source)
-    for cell in merged.cells:
-        nbg = cell.metadata.get("nbgrader", {})
-        if nbg.get("solution"):
-            given = answers.get(nbg["grade_id"])
-            cell.source = given.source if given is not None and given.cell_type == cell.cell_type else ""
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    return merged
+def grade(path: Path, source: Path | None = None, timeout: float = 600, allow_package: bool = False,
+          python: str | None = None) -> list[dict]:
+    """One row per graded cell (exercise, kind, points, score, status) of the submission ``path``.
 
-
-def execute(path: Path, timeout: int = 600, source: Path | None = None):
-    """The merged notebook (see :func:`merge`) after a graded run (errors recorded in the
-    cells, never raised). ``source``: the instructor's notebook or its folder."""
-    from nbclient import NotebookClient
-
-    nb = merge(nbformat.read(source_for(path, source), as_version=4), nbformat.read(path, as_version=4))
-    before = os.environ.get("BEFOREQKV_GRADING")
-    os.environ["BEFOREQKV_GRADING"] = "1"  # the kernel inherits it
-    try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
-    finally:
-        if before is None:
-            os.environ.pop("BEFOREQKV_GRADING", None)
-        else:
-            os.environ["BEFOREQKV_GRADING"] = before
-    return nb
-
-
-def score(nb) -> list[dict]:
-    """One row per graded cell: exercise, kind, points, score, status."""
+    Checks are scored by :mod:`beforeqkv.sandbox`: the student's definitions run in a throwaway
+    process, the verdict is computed here from the data it returns. Open questions are listed
+    for grading by hand (0 points until a person grades them)."""
+    from . import sandbox
+    src = nbformat.read(source_for(path, source), as_version=4)
+    sub = nbformat.read(path, as_version=4)
+    checked = {r["id"]: r for r in sandbox.grade_notebook(src, sub, timeout=timeout, allow_package=allow_package,
+                                                           python=python)}
+    given = {c.metadata["nbgrader"]["grade_id"]: c.source for c in sub.cells
+             if c.metadata.get("nbgrader", {}).get("grade_id") and c.metadata["nbgrader"].get("solution")}
     rows = []
-    for i, info in _tests(nb):
-        cell = nb.cells[i]
-        if cell.cell_type == "markdown":
-            answered = cell.source.strip() not in UNANSWERED
+    for __, info in _tests(src):
+        if info["id"] in checked:
+            rows.append(dict(info, **{k: v for k, v in checked[info["id"]].items() if k not in info}))
+            rows[-1]["score"], rows[-1]["status"] = checked[info["id"]]["score"], checked[info["id"]]["status"]
+        else:  # an open question: its answer cell is the graded cell
+            answered = given.get(info["id"], "").strip() not in UNANSWERED
             rows.append(dict(info, score=0, status="grade by hand" if answered else "unanswered"))
-            continue
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if errors:
-            first = (errors[0].get("evalue") or errors[0].get("ename", "error")).splitlines()
-            rows.append(dict(info, score=0, status=(first[0] if first else errors[0]["ename"])[:70]))
-        else:
-            rows.append(dict(info, score=info["points"], status="passed"))
     return rows
 
 
@@ -129,9 +96,12 @@ def table(rows: list[dict], title: str = "") -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m beforeqkv.grade", description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per exercise")
     parser.add_argument("--source", type=Path, default=None,
                         help="the instructor's notebook, or its folder (default: dist/instructor/source)")
+    parser.add_argument("--allow-package", action="store_true",
+                        help="score answers that call the package's own implementation (flagged either way)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON (one list per notebook)")
     args = parser.parse_args(argv)
     for path in args.notebooks:
         if not path.exists():
@@ -140,7 +110,12 @@ def main(argv: list[str] | None = None) -> int:
             source_for(path, args.source)
         except FileNotFoundError as err:
             parser.error(str(err))
-        print(table(score(execute(path, args.timeout, args.source)), title=f"== {path}"))
+    for path in args.notebooks:
+        rows = grade(path, args.source, args.timeout, args.allow_package)
+        if args.json:
+            print(json.dumps({"notebook": str(path), "rows": rows}))
+        else:
+            print(table(rows, title=f"== {path}"))
     return 0
 
 

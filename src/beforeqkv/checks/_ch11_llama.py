@@ -13,7 +13,7 @@ import re
 import torch
 import torch.nn.functional as F
 
-from . import _core
+from . import _core, _record
 from ..attention import apply_rotary, rotary_tables
 from ..i18n import N_, _
 from ..models import GPT, TransformerConfig
@@ -234,7 +234,7 @@ def check_llama(cls):
 def _run(mine, tokens):
     """The reader's logits; their errors become a failed check, not a stopped notebook."""
     try:
-        return mine(tokens)
+        return _record.call("smollm2 run", lambda t: mine(t), tokens)[0]
     except NotImplementedError:
         raise CheckFailure(_core.not_implemented("smollm2")) from None
     except Exception as err:
@@ -262,7 +262,7 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
 
 
 def _check_smollm2(cls, lm, new_tokens):
-    mine = _load(cls, lm.model, meta=True)
+    mine = _record.call("smollm2 load", lambda: _load(cls, lm.model, meta=True))[0]
     ids = lm.tokenize("The capital of France is")
     tokens = torch.tensor([ids], device=lm.device)  # (1, T)
     with torch.no_grad():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..i18n import N_, _
+from . import _record
 from ._core import CheckFailure, checker, compare, not_implemented, passed, register_question, tr
 
 __all__ = ["check_bilinear_scores", "bilinear_scores_reference", "check_triad_qk"]
@@ -59,7 +60,7 @@ def check_triad_qk(fn, min_weight: float = 0.9):
     if not callable(fn):
         raise CheckFailure(_("pass the function itself: check_triad_qk(my_triad_qk)"))
     try:
-        out = fn()
+        out = _record.call("triad", fn)[0]
     except NotImplementedError:
         raise CheckFailure(not_implemented("triad_qk")) from None
     except Exception as err:  # the reader's own error, shown as a failed check

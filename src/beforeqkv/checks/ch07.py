@@ -8,6 +8,7 @@ import torch
 from ..attention import attention_scores
 from ..i18n import N_, _
 from ..measure.saturation import softmax_jacobian
+from . import _record
 from ._core import CheckFailure, checker, compare, register_question
 
 __all__ = ["check_scaled_scores", "check_scaled_scores_sigma", "check_softmax_jacobian", "check_sliding_window_mask",
@@ -153,7 +154,7 @@ def check_sliding_window_mask(fn):
     """
     for T, w in _WINDOW_CASES[:3]:  # a float 0/1 mask would pass the value comparison: catch it first
         try:
-            got = fn(T, w)
+            got = _record.call("sliding window dtype", fn, T, w)[0]
         except Exception:  # compare() below reports it, with the reader's line
             break
         if isinstance(got, torch.Tensor) and got.dtype != torch.bool:

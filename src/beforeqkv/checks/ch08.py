@@ -6,7 +6,7 @@ import re
 import torch
 import torch.nn.functional as F
 
-from . import _core
+from . import _core, _record
 from ..attention import attend, causal_mask
 from ..i18n import N_, _
 from ..models import GPT, TransformerConfig, TransformerBlock
@@ -23,7 +23,7 @@ def check_causal_mask(fn):
     """Check ``fn(T) -> (T, T)`` boolean mask with ``mask[i, j] = (j <= i)`` (True = may attend)."""
     for t in (1, 2, 5):  # a float 0/1 mask would pass the value comparison: catch it first
         try:
-            got = fn(t)
+            got = _record.call("causal mask dtype", fn, t)[0]
         except Exception:  # compare() below reports it, with the reader's line
             break
         if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
