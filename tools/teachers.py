@@ -99,16 +99,18 @@ STUDENT_SETUP
 python -m beforeqkv.grade submissions/alice/08_transformer.ipynb --source dist/instructor/source
 ```
 
-grades the way nbgrader's autograder does: the notebook that runs is the instructor's
-version with only the student's answer cells put in, so the test cells, their hidden tests
-and the points come from the instructor's version, never from the submission. It runs in a
-fresh kernel and prints a table: one row per check with its points, plus the open
-questions to grade by hand. Each hidden test asserts `checks.grading.verify(...)`, which
-runs the checker from a fresh copy of the package in graded mode: a submission that edits a
-test cell or its points, patches a checker or the check mode in an answer cell, or sets
-`BEFOREQKV_GRADING=0` scores what its honest content scores (tested on chapter 3: an
-untouched notebook scores zero, tampered or not; the instructor's answers score full
-marks, tampered or not). Grading runs the student's code: like nbgrader, it is no sandbox.
+grades what nbgrader's autograder grades: the test cells, their hidden tests and the points
+come from the instructor's version, never from the submission, and from the submission only
+the answer cells are read. The student's code never runs where the points are counted: for
+each exercise, the `def` and `class` statements of its answer cell (not its other top-level
+lines, which the report lists) run in a throwaway Python process with the instructor's answers
+to the other exercises, so a mistake or a trick in one exercise costs that exercise only. That
+process sends back data alone (the outputs on the checker's inputs); the checker compares them
+with the reference in the grading process, which hashes the package's files around every run.
+An answer cell that calls the package's own code, or reaches around Python (`eval`, `sys`,
+frames, imports other than torch, numpy and the standard maths), is flagged in the table and
+scores 0 for that exercise (`--allow-package` scores a call of the package). It prints a
+table: one row per check with its points, plus the open questions to grade by hand.
 
 ## Grading with nbgrader
 
@@ -125,13 +127,15 @@ Two settings matter, and the config file sets both:
 - **The timeout.** nbgrader stops a cell after 30 s by default; the config raises it to
   600 s (the longest chapter runs in about a minute on a laptop CPU).
 
-The hidden test at the end of each check cell is restored by `autograde`, so a wrong answer
-loses its points. nbgrader's *Validate* runs the checks in graded mode (it sets
-`NBGRADER_EXECUTION`), so it reports a wrong or missing answer as a failed cell. Release
-the notebooks from `dist/assignments/` rather than with `generate_assignment`: ours turn a
-prediction into `my_prediction = ...` (nbgrader's own would put `raise
-NotImplementedError()` there, which stops *Run All*). Tested on chapter 3 with nbgrader
-0.9.6: `autograde` scores the untouched release 0 and the instructor's answers full marks.
+`autograde` never runs a submission in a kernel: the config replaces nbgrader's execution step
+with `python -m beforeqkv.grade` (above), run with the `python3` kernel's Python, and marks a
+check cell whose check failed with an error, which nbgrader scores 0. nbgrader's *Validate*
+runs the checks in graded mode (it sets `NBGRADER_EXECUTION`), so it reports a wrong or
+missing answer as a failed cell. Release the notebooks from `dist/assignments/` rather than
+with `generate_assignment`: ours turn a prediction into `my_prediction = ...` (nbgrader's own
+would put `raise NotImplementedError()` there, which stops *Run All*). Tested on chapter 3
+with nbgrader 0.9.6: `autograde` scores the untouched release 0, the instructor's answers full
+marks, and a release whose answer cell replaces the grading functions 0.
 
 ## Gradescope and Colab with otter-grader
 
@@ -146,7 +150,9 @@ graded here has torch and `beforeqkv`), builds the package's wheel (`make dist`)
 `otter assign` on every chapter. The exercises, solutions and points are the ones above.
 Each coding exercise and each prediction is an otter question whose test calls the book's
 checker through `beforeqkv.checks.grading.verify`, which loads its own copy of the
-checkers: patching them or setting environment variables in the notebook changes nothing.
+checkers. Otter runs its tests in the student's own process, so a student who patches
+Python itself there can talk them round: where the points count, grade the submissions again
+with `python -m beforeqkv.grade` (above).
 Each open question is a manually graded otter question.
 
 - **Students** get `dist/assignments/otter/NN_*.ipynb` with the folder `tests/` next to it
