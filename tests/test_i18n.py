@@ -416,7 +416,7 @@ def test_chapter_1_in_chinese_keeps_its_glued_numbers_figures_and_citations(site
 def test_chinese_sidebar_has_translated_part_captions(site):
     for rel in ("book/index.html", "book/02_keep_every_state.html"):
         cn = (zh(site) / rel).read_text(encoding="utf-8")
-        assert "第一部分 · 内存" in cn and "Part I · Memory" not in cn, rel
+        assert "第一部分 · 记忆" in cn and "Part I · Memory" not in cn, rel
         assert "Part I · Memory" in (site / rel).read_text(encoding="utf-8")
 
 
