@@ -123,23 +123,58 @@ def test_the_term_table_gives_each_term_one_translation():
     assert table["residual stream"] == "残差流" and table["causal mask"] == "因果掩码"
 
 
-@pytest.mark.parametrize("page", TRANSLATED)
-def test_translated_pages_use_each_terms_one_translation(page):
+# The package's own catalog (checker hints, banner, figure words) speaks to the same reader.
+PACKAGE_PO = ROOT / "src" / "beforeqkv" / "locale" / LANG / "LC_MESSAGES" / "beforeqkv.po"
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][\w.]*(?:![rsa])?(?::[^{}]*)?\}")
+# In a checker's message, code is not in backticks: `mask=False`, `.weight`, `W_E[token_t]`,
+# `norm_attn(x)`, or a variable named in parentheses, "(mask)". Not prose.
+CODE_WORD = re.compile(r"\S*[_.=()\[\]@/<>+*]\S*|\(\w+\)")
+
+
+def package_prose(msgid: str) -> str:
+    return CODE_WORD.sub(" ", PLACEHOLDER.sub(" ", i18n.prose(msgid)))
+
+
+def term_problems(entries, prose=i18n.prose) -> list[str]:
     """Where a message's English says a term, its Chinese says the term's translation and
-    none of the translations the table rules out. A translator comment `terms: key` on a
-    message exempts that term there (none is needed today)."""
+    none of the translations the table rules out. A translator comment `terms: memory` on a
+    message exempts that term there (the hardware's memory, 内存/显存, not the model's)."""
     bad = []
-    for msgid, msgstr, comments in translated_entries(PO_DIR / f"{page}.po"):
+    for msgid, msgstr, comments in entries:
         exempt = {w.strip() for c in comments if c.startswith("terms:") for w in c[6:].split(",")}
-        english = i18n.prose(msgid)
+        english, chinese = prose(msgid), "".join(msgstr.split())  # a figure word may wrap
         for term in TERMS:
             if term.english[0] in exempt:
                 continue
-            if any(i18n.term_pattern(e).search(english) for e in term.english) and term.chinese not in msgstr:
+            if any(i18n.term_pattern(e).search(english) for e in term.english) and \
+                    "".join(term.chinese.split()) not in chinese:
                 bad.append(f"{term.english[0]} -> {term.chinese} missing in: {msgstr[:60]}")
             bad += [f"{term.english[0]}: {a} instead of {term.chinese} in: {msgstr[:60]}"
-                    for a in term.avoid if a in msgstr]
+                    for a in term.avoid if a in chinese]
+    return bad
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_translated_pages_use_each_terms_one_translation(page):
+    bad = term_problems(translated_entries(PO_DIR / f"{page}.po"))
     assert not bad, "\n".join(bad)
+
+
+def test_the_packages_catalog_uses_the_books_terms():
+    """One glossary for both catalogs: what a checker or a figure says uses TERMS.md too."""
+    bad = term_problems(translated_entries(PACKAGE_PO), prose=package_prose)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_term_check_fails_on_a_wrong_term_in_either_catalog():
+    assert term_problems([("a fixed memory", "固定内存", [])]) == [
+        "memory -> 记忆 missing in: 固定内存", "memory: 内存 instead of 记忆 in: 固定内存"]
+    assert term_problems([("time and memory", "时间和内存", ["terms: memory"])]) == []
+    assert term_problems([("this is post-norm", "这是后归一化", [])], prose=package_prose)
+    assert term_problems([("run this cell", "运行这个单元格", [])], prose=package_prose)
+    assert term_problems([("{key}: answer first", "{key}：请先作答", [])], prose=package_prose) == []
+    assert term_problems([("fill where mask=False", "把 mask=False 处填满", [])], prose=package_prose) == []
+    assert term_problems([("causal multi-head\nattention", "因果多头\n注意力", [])], prose=package_prose) == []
 
 
 def test_term_patterns_match_whole_words_and_plurals_only():
