@@ -144,7 +144,7 @@ def _attention_over_d(q, k, v):  # causal attention with the scores divided by d
      "提示：分数完全没有缩放：把 q . k 除以 sqrt(d_head)"),
     (checks.check_causal_mask, _inverted_causal_mask,
      "Hint: your mask marks the BLOCKED positions (True = j > i)",
-     "提示：你的掩码标出的是“被屏蔽”的位置（True = j > i）"),
+     "提示：你的掩码标出的是“不可关注”的位置（True = j > i）"),
     (checks.check_causal_attention, _attention_over_d,  # a hint with {d} filled in
      "causal attention: wrong values on", "因果注意力：在"),
     (checks.check_causal_attention, _attention_over_d,
@@ -164,7 +164,7 @@ def test_a_lenient_check_prints_its_hint_in_the_language_in_force(speak, lenient
 
 def test_a_strict_failure_raises_its_message_in_chinese(speak, strict):
     speak("zh_CN")
-    with pytest.raises(CheckFailure, match=r"^因果掩码：在 T=1 上的值不对。\n提示：你的掩码标出的是“被屏蔽”") as err:
+    with pytest.raises(CheckFailure, match=r"^因果掩码：在 T=1 上的值不对。\n提示：你的掩码标出的是“不可关注”") as err:
         checks.check_causal_mask(_inverted_causal_mask)
     assert "BLOCKED" not in str(err.value)
     with pytest.raises(CheckFailure, match="scaled_scores：尚未实现。请在 `# YOUR CODE HERE` 处写你的代码"):
