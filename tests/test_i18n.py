@@ -290,6 +290,27 @@ def test_chinese_search_cuts_chinese_with_the_books_terms_and_keeps_latin_words(
     assert jieba is bqkv_site.sphinx_zh.jieba
 
 
+# What a Chinese ML reader types into the search box (the review found 0 pages for the last six).
+SEARCHED = ("注意力", "查询", "残差流", "因果掩码", "记忆", "层归一化", "位置编码", "旋转位置编码",
+            "正弦位置编码", "词元")
+
+
+def test_chinese_search_indexes_the_searched_terms_whole_and_an_alias_where_its_word_is():
+    import bqkv_site
+    pytest.importorskip("jieba")
+    config = yaml.safe_load((ROOT / "locales" / LANG / "config.yml").read_text(encoding="utf-8"))
+    options = dict(config["sphinx"]["config"]["html_search_options"])
+    options["bqkv_terms"] = str(ROOT / options["bqkv_terms"])
+    search = bqkv_site.ChineseSearch(options)
+    words = search.split("大多数现代模型改用旋转位置编码；2017 年用正弦位置编码。LayerNorm（层归一化）"
+                         "把位置编码加到每个标记上，固定记忆会遗忘。")
+    for word in ("旋转位置编码", "正弦位置编码", "层归一化", "位置编码", "记忆", "标记", "词元"):
+        assert word in words, (word, words)
+    assert "词元" not in search.split("注意力读取")
+    with pytest.raises(ValueError, match="bqkv_aliases"):
+        bqkv_site.ChineseSearch({"bqkv_aliases": {"token": "标记"}})
+
+
 def test_glue_in_a_translation_reads_the_pages_own_notebook():
     import bqkv_site
     text = "准确率 {glue:text}`ch1_lstm_n2:.2f`，共 {glue:text}`ch1_lstm2_state` 个；{numref}`fig-x`"
@@ -496,8 +517,11 @@ def test_the_chinese_search_index_finds_attention_in_the_translated_pages(site):
         hits = [index[kind].get(word, []) for kind in ("terms", "titleterms")]
         return {docs[i] for h in hits for i in ([h] if isinstance(h, int) else h)}
 
-    for word in ("注意力", "查询", "残差流", "因果掩码"):  # the last two: words of TERMS.md, not of jieba
-        assert pages(word), f"{word} is not in zh/searchindex.js (is jieba installed?)"
+    missing = [word for word in SEARCHED if not pages(word)]
+    assert not missing, f"{missing} not in zh/searchindex.js (is jieba installed?)"
+    assert {"book/02_keep_every_state", "book/09_mlp_memory"} <= pages("记忆")
+    assert {"book/08_transformer", "book/11_modern_llm", "book/glossary"} <= pages("旋转位置编码")
+    assert pages("词元") == pages("标记"), "词元 (what many Chinese texts call a token) finds the 标记 pages"
     found = pages("注意力")
     assert {"book/01_squished_memory", "book/index", "book/glossary", "book/notation"} <= found, found
     assert "attention" in search_index(site)["terms"] or "attent" in search_index(site)["terms"]
