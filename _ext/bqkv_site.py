@@ -370,7 +370,7 @@ def _theme_catalogs(app, config):
                     app.translator = mine
 
 
-ATTRIBUTE = re.compile(r'(\s(?:title|aria-label|data-bs-title|placeholder)=")([^"<>]*)(")')
+ATTRIBUTE = re.compile(r'(\s(?:alt|title|aria-label|data-bs-title|placeholder)=")([^"<>]*)(")')
 
 
 def translate_attributes(text: str, strings: dict[str, str]) -> str:

@@ -450,6 +450,145 @@ def test_translated_pages_are_chinese_and_show_no_english_paragraph_of_a_transla
     assert chinese >= 0.9 * len(prose), f"{rel}: {chinese} of {len(prose)} English paragraphs are in Chinese"
 
 
+class _Visible(HTMLParser):
+    """What a reader of a built page sees or hears, outside code, maths, scripts, code output
+    and the bibliography: its text, one string per block, and the values of its alt, title,
+    aria-label, placeholder and tooltip attributes. Inside code output, an explorer (controls,
+    options, note, figure alt) and a listing's header count; the options of a control whose
+    values are a model's input (a sentence, a prompt) do not."""
+
+    HIDE_TAGS = {"script", "style", "code", "pre", "kbd", "samp", "math", "svg"}
+    HIDE_CLASSES = {"math", "highlight", "cell_input", "cell_output", "footnote-list", "citation-list"}
+    SHOW_CLASSES = {"bqkv-explorer", "bqkv-listing-header"}
+    BLOCKS = {"p", "li", "td", "th", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "label", "option",
+              "button", "figcaption", "summary", "div", "span", "a", "title"}
+    VOID = {"br", "img", "meta", "link", "input", "hr", "source", "wbr", "col", "area", "base"}
+    ATTRIBUTES = ("alt", "title", "aria-label", "placeholder", "data-bs-title")
+
+    def __init__(self, data_controls):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.texts, self.run, self.label, self.data_controls = [], [], [], "", set(data_controls)
+
+    def _flush(self):
+        if "".join(self.run).strip():
+            self.texts.append(" ".join("".join(self.run).split()))
+        self.run = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = set((a.get("class") or "").split())
+        hidden = self.stack[-1][1] if self.stack else False
+        if classes & self.SHOW_CLASSES:
+            hidden = False
+        if tag in self.HIDE_TAGS or classes & self.HIDE_CLASSES:
+            hidden = True
+        if tag == "option" and self.label.strip() in self.data_controls:
+            hidden = True
+        if tag == "a" and "external" in classes:
+            hidden = True  # a link to another site is named by its own title (a cited work, a tool)
+        if not hidden:
+            self.texts += [a[k] for k in self.ATTRIBUTES if a.get(k)]
+        if tag in self.BLOCKS - {"span", "a"}:
+            self._flush()
+        if tag == "label":
+            self.label = ""
+        if tag not in self.VOID:
+            self.stack.append((tag, hidden))
+
+    def handle_endtag(self, tag):
+        if tag in self.BLOCKS - {"span", "a"}:
+            self._flush()
+        while self.stack:
+            if self.stack.pop()[0] == tag:
+                break
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1][0] == "label":
+            self.label += data
+        if not (self.stack and self.stack[-1][1]):
+            self.run.append(data)
+        elif self.run:
+            self.run.append(" ")
+
+
+# English a Chinese page may show: what it quotes (“What sh”, a model's prompt), cites (《…》),
+# names a menu by (Runtime → Change runtime type), glosses in parentheses after the Chinese term
+# (残差流（residual stream）, **fixed**（固定）), code and formulas written inline (d_model, sqrt(d)).
+QUOTED = re.compile(r"“[^”]*”|‘[^’]*’|\"[^\"]*\"|'[^']*'|《[^》]*》")
+MENU = re.compile(r"[\w .]+(?:→[\w .]+)+")
+GLOSS = re.compile(r"[（(][^（）()]*[）)]")
+BEFORE_GLOSS = re.compile(r"[A-Za-z][\w\- ]*(?=[（(][^（）()]*[\u4e00-\u9fff])")
+CODE_LIKE = re.compile(r"\S*(?:[_\d/\\=<>{}\[\]@^]|\.\w|\w\()\S*")
+LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
+# Names: the ones TERMS.md keeps in Latin letters, the cited authors (book/references.bib), and
+# these tools, products and formula words.
+NAMES = set("""GPT BERT MiniLM SmolLM Llama RoFormer NeoX Sentence Meta Hugging Face Base GELU ReLU relu
+    silu sigmoid logistic Adam SGD PyTorch torch Python Jupyter JupyterLab Colab Binder GitHub CUDA GPU CPU
+    NVIDIA Apple Google Linux Docker Gradescope nbgrader otter grader PyPI Markdown JavaScript JSON SDPA
+    FFN LLM GGUF BOS English PDF KiB MiB zip wheel bool True False sum sqrt diag sigma inf eps exp log max
+    min delta reshape logits transformers""".split())
+
+
+def page_english_words(text: str) -> list[str]:
+    """The English words of a piece of a Chinese page that are not a quote, citation, menu,
+    gloss or inline code."""
+    text = MENU.sub(" ", QUOTED.sub(" ", text))
+    text = BEFORE_GLOSS.sub(" ", text)
+    for _ in range(2):  # a gloss may hold a quote or another gloss
+        text = GLOSS.sub(lambda m: " " if len(LATIN_WORD.findall(m.group())) <= 6 else m.group(), text)
+    return LATIN_WORD.findall(CODE_LIKE.sub(" ", text))
+
+
+def allowed_names() -> set[str]:
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    authors = {w for m in re.finditer(r"author\s*=\s*[{\"](.*?)[}\"],?\s*$", bib, re.M)
+               for w in LATIN_WORD.findall(m.group(1))}
+    terms = (ROOT / "locales" / LANG / "TERMS.md").read_text(encoding="utf-8")
+    kept = re.search(r"Latin letters \(([^)]*)\)", terms)  # "(Transformer, softmax, LSTM, ...)"
+    latin = set(LATIN_WORD.findall(kept.group(1)))
+    return NAMES | authors | latin
+
+
+def english_on_page(page: Path, names: set[str]) -> list[str]:
+    from beforeqkv._explorer_words import DATA_CONTROLS
+    from beforeqkv.i18n import _catalog
+    parser = _Visible(DATA_CONTROLS + tuple(_catalog("zh_CN").gettext(c) for c in DATA_CONTROLS))
+    parser.feed(page.read_text(encoding="utf-8"))
+    parser._flush()
+    return [f"{w!r} in {text[:90]!r}" for text in parser.texts for w in page_english_words(text)
+            if w not in names and w.lower() not in names]
+
+
+def test_the_english_check_of_a_chinese_page_finds_english_and_passes_glosses_names_and_code(tmp_path):
+    page = tmp_path / "p.html"
+    page.write_text('<html><body><p>每个子层读取残差流（residual stream）；<code>d_model</code> 是宽度，'
+                    'LSTM 与 Vaswani 的 $x$。</p><img alt="两张热图"><div class="cell_output"><pre>loss 0.1</pre>'
+                    '<div class="bqkv-explorer"><label>提示 <select><option>The capital of France is</option>'
+                    '</select></label><label>记忆 <select><option>trained</option></select></label>'
+                    '<img alt="Heatmap of weights"></div></div>'
+                    '<button title="Toggle primary sidebar"></button><p>The check builds a block.</p></body></html>',
+                    encoding="utf-8")
+    found = english_on_page(page, allowed_names())
+    assert {f.split(" in ")[0].strip("'") for f in found} == {
+        "Toggle", "primary", "sidebar", "trained", "Heatmap", "weights", "The", "check", "builds", "block"}, found
+
+
+def test_the_chinese_pages_show_no_english_but_code_names_glosses_and_citations(site):
+    """Every page of the Chinese edition, its text, figure alt texts, explorer controls and
+    the theme's words: an English word there is a name (allowed_names), a gloss after the
+    Chinese term, a quote, a citation, a menu path or code."""
+    names = allowed_names()
+    found = {}
+    for page in sorted(zh(site).rglob("*.html")):
+        rel = page.relative_to(zh(site)).as_posix()
+        if rel.startswith(("_", "notebooks/")) or 'http-equiv="refresh"' in page.read_text(encoding="utf-8")[:3000]:
+            continue
+        words = english_on_page(page, names)
+        if words:
+            found[rel] = words[:8]
+    assert not found, json.dumps(found, ensure_ascii=False, indent=1)
+
+
 def test_chapter_1_in_chinese_keeps_its_glued_numbers_figures_and_citations(site):
     en = (site / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
     cn = (zh(site) / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
