@@ -454,20 +454,20 @@ class _Visible(HTMLParser):
     """What a reader of a built page sees or hears, outside code, maths, scripts, code output
     and the bibliography: its text, one string per block, and the values of its alt, title,
     aria-label, placeholder and tooltip attributes. Inside code output, an explorer (controls,
-    options, note, figure alt) and a listing's header count; the options of a control whose
-    values are a model's input (a sentence, a prompt) do not."""
+    options, note, figure alt) and a listing's header count (an option that is a model's input,
+    a sentence or a prompt, is shown quoted: _explorer_static._shown)."""
 
     HIDE_TAGS = {"script", "style", "code", "pre", "kbd", "samp", "math", "svg"}
     HIDE_CLASSES = {"math", "highlight", "cell_input", "cell_output", "footnote-list", "citation-list"}
-    SHOW_CLASSES = {"bqkv-explorer", "bqkv-listing-header"}
+    SHOW_CLASSES = {"bqkv-explorer", "bqkv-listing"}  # a listing's code is in .highlight, hidden
     BLOCKS = {"p", "li", "td", "th", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "label", "option",
               "button", "figcaption", "summary", "div", "span", "a", "title"}
     VOID = {"br", "img", "meta", "link", "input", "hr", "source", "wbr", "col", "area", "base"}
     ATTRIBUTES = ("alt", "title", "aria-label", "placeholder", "data-bs-title")
 
-    def __init__(self, data_controls):
+    def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.stack, self.texts, self.run, self.label, self.data_controls = [], [], [], "", set(data_controls)
+        self.stack, self.texts, self.run = [], [], []
 
     def _flush(self):
         if "".join(self.run).strip():
@@ -482,16 +482,12 @@ class _Visible(HTMLParser):
             hidden = False
         if tag in self.HIDE_TAGS or classes & self.HIDE_CLASSES:
             hidden = True
-        if tag == "option" and self.label.strip() in self.data_controls:
-            hidden = True
         if tag == "a" and "external" in classes:
             hidden = True  # a link to another site is named by its own title (a cited work, a tool)
         if not hidden:
             self.texts += [a[k] for k in self.ATTRIBUTES if a.get(k)]
         if tag in self.BLOCKS - {"span", "a"}:
             self._flush()
-        if tag == "label":
-            self.label = ""
         if tag not in self.VOID:
             self.stack.append((tag, hidden))
 
@@ -503,8 +499,6 @@ class _Visible(HTMLParser):
                 break
 
     def handle_data(self, data):
-        if self.stack and self.stack[-1][0] == "label":
-            self.label += data
         if not (self.stack and self.stack[-1][1]):
             self.run.append(data)
         elif self.run:
@@ -514,6 +508,7 @@ class _Visible(HTMLParser):
 # English a Chinese page may show: what it quotes (“What sh”, a model's prompt), cites (《…》),
 # names a menu by (Runtime → Change runtime type), glosses in parentheses after the Chinese term
 # (残差流（residual stream）, **fixed**（固定）), code and formulas written inline (d_model, sqrt(d)).
+COMPOUND = re.compile(r"\b[a-z]+(?:-[a-z]+)+\b")  # a package's name: sentence-transformers, otter-grader
 QUOTED = re.compile(r"“[^”]*”|‘[^’]*’|\"[^\"]*\"|'[^']*'|《[^》]*》")
 MENU = re.compile(r"[\w .]+(?:→[\w .]+)+")
 GLOSS = re.compile(r"[（(][^（）()]*[）)]")
@@ -532,7 +527,7 @@ NAMES = set("""GPT BERT MiniLM SmolLM Llama RoFormer NeoX Sentence Meta Hugging 
 def page_english_words(text: str) -> list[str]:
     """The English words of a piece of a Chinese page that are not a quote, citation, menu,
     gloss or inline code."""
-    text = MENU.sub(" ", QUOTED.sub(" ", text))
+    text = COMPOUND.sub(" ", MENU.sub(" ", QUOTED.sub(" ", text)))
     text = BEFORE_GLOSS.sub(" ", text)
     for _ in range(2):  # a gloss may hold a quote or another gloss
         text = GLOSS.sub(lambda m: " " if len(LATIN_WORD.findall(m.group())) <= 6 else m.group(), text)
@@ -550,9 +545,7 @@ def allowed_names() -> set[str]:
 
 
 def english_on_page(page: Path, names: set[str]) -> list[str]:
-    from beforeqkv._explorer_words import DATA_CONTROLS
-    from beforeqkv.i18n import _catalog
-    parser = _Visible(DATA_CONTROLS + tuple(_catalog("zh_CN").gettext(c) for c in DATA_CONTROLS))
+    parser = _Visible()
     parser.feed(page.read_text(encoding="utf-8"))
     parser._flush()
     return [f"{w!r} in {text[:90]!r}" for text in parser.texts for w in page_english_words(text)
@@ -563,7 +556,7 @@ def test_the_english_check_of_a_chinese_page_finds_english_and_passes_glosses_na
     page = tmp_path / "p.html"
     page.write_text('<html><body><p>每个子层读取残差流（residual stream）；<code>d_model</code> 是宽度，'
                     'LSTM 与 Vaswani 的 $x$。</p><img alt="两张热图"><div class="cell_output"><pre>loss 0.1</pre>'
-                    '<div class="bqkv-explorer"><label>提示 <select><option>The capital of France is</option>'
+                    '<div class="bqkv-explorer"><label>提示 <select><option>“The capital of France is”</option>'
                     '</select></label><label>记忆 <select><option>trained</option></select></label>'
                     '<img alt="Heatmap of weights"></div></div>'
                     '<button title="Toggle primary sidebar"></button><p>The check builds a block.</p></body></html>',

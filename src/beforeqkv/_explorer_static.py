@@ -53,6 +53,13 @@ def _tr(text):
     return tr(text) if isinstance(text, str) and text.strip() else text
 
 
+def _shown(control, text):
+    """How a control's value is shown: translated, or quoted when it is a model's input (a
+    sentence, a prompt: _explorer_words.DATA_CONTROLS), which stays as the model reads it."""
+    from ._explorer_words import DATA_CONTROLS
+    return f"“{text}”" if control.name in DATA_CONTROLS else _tr(text)
+
+
 def _figure_or_raise(fig):
     if fig is None or not hasattr(fig, "savefig"):
         raise ValueError(f"plot_fn must return a matplotlib Figure, got {type(fig).__name__}")
@@ -225,7 +232,7 @@ class StaticExplorer:
             keep = _pick(len(c.values), c.index, k)
             self.controls.append(_Control(c.name, _tr(c.label), c.kind if len(keep) > 1 else "fixed",
                                           [c.values[i] for i in keep], keep.index(c.index),
-                                          [_tr(c.texts[i]) for i in keep]))
+                                          [_shown(c, c.texts[i]) for i in keep]))
         t0 = time.perf_counter()
         self.images, self.frames, seen = [], [], {}
         for combo in itertools.product(*[c.values for c in self.controls]):
