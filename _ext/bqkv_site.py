@@ -38,15 +38,25 @@
   are words of its dictionary, so 残差流 or 因果掩码 is found as one word. Its record of
   Latin words is a set: Sphinx's is one list for the whole build, searched for every word
   stemmed (47 of the edition's 110 s went there).
+* The theme's own words: Sphinx, pydata-sphinx-theme and sphinx-book-theme translate their
+  strings from catalogs they bundle, which leave some in English ("Link to this heading",
+  "Repository", "Open issue") or say them the Taiwan way (列印成 PDF). An edition's
+  ``locales/<lang>/theme/<catalog>.po`` (catalog ``sphinx`` or ``booktheme``) is read at
+  start-up and its translations win over the bundled ones. The few strings the theme and
+  myst-nb write without any catalog (a sidebar toggle's title, a fold's ``aria-label``) are
+  attribute values of ``bqkv_ui_strings``, replaced in the written pages.
 """
 from __future__ import annotations
 
+import gettext
 import html
+import io
 import re
 from pathlib import Path
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx import locale as sphinx_locale
 from sphinx.locale import init as init_locale
 from myst_nb.sphinx_ import Parser as _NotebookParser
 from sphinx.search import zh as sphinx_zh
@@ -286,11 +296,18 @@ def chinese_terms(terms_md: str | Path) -> list[str]:
 
 class ChineseSearch(sphinx_zh.SearchChinese):
     """Sphinx's Chinese search language; jieba sees the Chinese text only, and knows the
-    book's terms (see the module docstring)."""
+    book's terms (see the module docstring). ``bqkv_aliases`` ({searched: written}, e.g.
+    {"词元": "标记"}): a word readers search for that the book spells another way is
+    indexed wherever the book's word is, so searching 词元 lists the pages that say 标记."""
 
     def init(self, options: dict[str, str]) -> None:
         super().init(options)
         self.latin_terms = set()  # stem() asks `word in self.latin_terms` for every word
+        self.aliases: dict[str, list[str]] = {}
+        for searched, written in (options.get("bqkv_aliases") or {}).items():
+            if not (CJK.fullmatch(searched) and CJK.fullmatch(written)):
+                raise ValueError(f"bqkv_aliases: {searched!r}: {written!r} must both be Chinese words")
+            self.aliases.setdefault(written, []).append(searched)
         terms = options.get("bqkv_terms")
         if sphinx_zh.JIEBA and terms:
             for word in chinese_terms(terms):
@@ -302,6 +319,7 @@ class ChineseSearch(sphinx_zh.SearchChinese):
         chinese = []
         if sphinx_zh.JIEBA:
             chinese = [w for run in CJK.findall(input) for w in sphinx_zh.jieba.cut_for_search(run)]
+            chinese += [a for w in chinese for a in self.aliases.get(w, ())]
         latin = [term.strip() for term in self.latin1_letters.findall(input)]
         self.latin_terms.update(latin)
         return chinese + latin
@@ -323,12 +341,65 @@ def _templates_and_assets(app, config):
         config.html_search_options = {**search, "bqkv_terms": str(Path(app.srcdir) / search["bqkv_terms"])}
 
 
+def read_theme_catalog(po: Path) -> gettext.GNUTranslations:
+    """A .po file as a gettext catalog (compiled in memory: nothing is written)."""
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+    with open(po, "rb") as f:
+        catalog = read_po(f, abort_invalid=True)
+    buf = io.BytesIO()
+    write_mo(buf, catalog)
+    buf.seek(0)
+    return gettext.GNUTranslations(buf)
+
+
+def _theme_catalogs(app, config):
+    """locales/<lang>/theme/<catalog>.po ahead of the catalogs Sphinx and the themes bundle."""
+    if not config.language or config.language == "en":
+        return
+    for folder in (Path(app.srcdir) / d / config.language / "theme" for d in config.locale_dirs):
+        for po in sorted(folder.glob("*.po")):
+            mine = read_theme_catalog(po)
+            key = ("general", po.stem)
+            bundled = sphinx_locale.translators.get(key)
+            if isinstance(bundled, gettext.GNUTranslations):  # every holder of it sees ours
+                bundled._catalog.update({k: v for k, v in mine._catalog.items() if k})
+            else:
+                sphinx_locale.translators[key] = mine
+                if po.stem == "sphinx":
+                    app.translator = mine
+
+
+ATTRIBUTE = re.compile(r'(\s(?:alt|title|aria-label|data-bs-title|placeholder)=")([^"<>]*)(")')
+
+
+def translate_attributes(text: str, strings: dict[str, str]) -> str:
+    """The attribute values (title, aria-label, tooltip, placeholder) listed in ``strings``."""
+    def swap(m):
+        value = html.unescape(m.group(2))
+        return m.group(1) + html.escape(strings[value]) + m.group(3) if value in strings else m.group(0)
+    return ATTRIBUTE.sub(swap, text)
+
+
+def _hard_coded_attributes(app, exception):
+    strings = app.config.bqkv_ui_strings or {}
+    if exception is not None or not strings or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        new = translate_attributes(text, strings)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+
+
 def setup(app):
     app.add_config_value("bqkv_notebooks_branch", "notebooks", "html")
     app.add_config_value("bqkv_notebooks_dir", "notebooks", "html")
     app.add_config_value("bqkv_editions", {}, "html")
     app.add_config_value("bqkv_ui_strings", {}, "env")
     app.connect("config-inited", _templates_and_assets)
+    app.connect("config-inited", _theme_catalogs)
+    app.connect("build-finished", _hard_coded_attributes)
     app.add_css_file("bqkv_i18n.css")
     app.add_post_transform(TranslateUiStrings)
     app.add_transform(TranslateTocCaptions)

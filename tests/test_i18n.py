@@ -123,23 +123,58 @@ def test_the_term_table_gives_each_term_one_translation():
     assert table["residual stream"] == "残差流" and table["causal mask"] == "因果掩码"
 
 
-@pytest.mark.parametrize("page", TRANSLATED)
-def test_translated_pages_use_each_terms_one_translation(page):
+# The package's own catalog (checker hints, banner, figure words) speaks to the same reader.
+PACKAGE_PO = ROOT / "src" / "beforeqkv" / "locale" / LANG / "LC_MESSAGES" / "beforeqkv.po"
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][\w.]*(?:![rsa])?(?::[^{}]*)?\}")
+# In a checker's message, code is not in backticks: `mask=False`, `.weight`, `W_E[token_t]`,
+# `norm_attn(x)`, or a variable named in parentheses, "(mask)". Not prose.
+CODE_WORD = re.compile(r"\S*[_.=()\[\]@/<>+*]\S*|\(\w+\)")
+
+
+def package_prose(msgid: str) -> str:
+    return CODE_WORD.sub(" ", PLACEHOLDER.sub(" ", i18n.prose(msgid)))
+
+
+def term_problems(entries, prose=i18n.prose) -> list[str]:
     """Where a message's English says a term, its Chinese says the term's translation and
-    none of the translations the table rules out. A translator comment `terms: key` on a
-    message exempts that term there (none is needed today)."""
+    none of the translations the table rules out. A translator comment `terms: memory` on a
+    message exempts that term there (the hardware's memory, 内存/显存, not the model's)."""
     bad = []
-    for msgid, msgstr, comments in translated_entries(PO_DIR / f"{page}.po"):
+    for msgid, msgstr, comments in entries:
         exempt = {w.strip() for c in comments if c.startswith("terms:") for w in c[6:].split(",")}
-        english = i18n.prose(msgid)
+        english, chinese = prose(msgid), "".join(msgstr.split())  # a figure word may wrap
         for term in TERMS:
             if term.english[0] in exempt:
                 continue
-            if any(i18n.term_pattern(e).search(english) for e in term.english) and term.chinese not in msgstr:
+            if any(i18n.term_pattern(e).search(english) for e in term.english) and \
+                    "".join(term.chinese.split()) not in chinese:
                 bad.append(f"{term.english[0]} -> {term.chinese} missing in: {msgstr[:60]}")
             bad += [f"{term.english[0]}: {a} instead of {term.chinese} in: {msgstr[:60]}"
-                    for a in term.avoid if a in msgstr]
+                    for a in term.avoid if a in chinese]
+    return bad
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_translated_pages_use_each_terms_one_translation(page):
+    bad = term_problems(translated_entries(PO_DIR / f"{page}.po"))
     assert not bad, "\n".join(bad)
+
+
+def test_the_packages_catalog_uses_the_books_terms():
+    """One glossary for both catalogs: what a checker or a figure says uses TERMS.md too."""
+    bad = term_problems(translated_entries(PACKAGE_PO), prose=package_prose)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_term_check_fails_on_a_wrong_term_in_either_catalog():
+    assert term_problems([("a fixed memory", "固定内存", [])]) == [
+        "memory -> 记忆 missing in: 固定内存", "memory: 内存 instead of 记忆 in: 固定内存"]
+    assert term_problems([("time and memory", "时间和内存", ["terms: memory"])]) == []
+    assert term_problems([("this is post-norm", "这是后归一化", [])], prose=package_prose)
+    assert term_problems([("run this cell", "运行这个单元格", [])], prose=package_prose)
+    assert term_problems([("{key}: answer first", "{key}：请先作答", [])], prose=package_prose) == []
+    assert term_problems([("fill where mask=False", "把 mask=False 处填满", [])], prose=package_prose) == []
+    assert term_problems([("causal multi-head\nattention", "因果多头\n注意力", [])], prose=package_prose) == []
 
 
 def test_term_patterns_match_whole_words_and_plurals_only():
@@ -253,6 +288,27 @@ def test_chinese_search_cuts_chinese_with_the_books_terms_and_keeps_latin_words(
     assert "残差流" in words and "residual" in words and "LSTM" in words and "128" in words
     assert not any(re.search(r"[A-Za-z]", w) and re.search(r"[\u4e00-\u9fff]", w) for w in words)
     assert jieba is bqkv_site.sphinx_zh.jieba
+
+
+# What a Chinese ML reader types into the search box (the review found 0 pages for the last six).
+SEARCHED = ("注意力", "查询", "残差流", "因果掩码", "记忆", "层归一化", "位置编码", "旋转位置编码",
+            "正弦位置编码", "词元")
+
+
+def test_chinese_search_indexes_the_searched_terms_whole_and_an_alias_where_its_word_is():
+    import bqkv_site
+    pytest.importorskip("jieba")
+    config = yaml.safe_load((ROOT / "locales" / LANG / "config.yml").read_text(encoding="utf-8"))
+    options = dict(config["sphinx"]["config"]["html_search_options"])
+    options["bqkv_terms"] = str(ROOT / options["bqkv_terms"])
+    search = bqkv_site.ChineseSearch(options)
+    words = search.split("大多数现代模型改用旋转位置编码；2017 年用正弦位置编码。LayerNorm（层归一化）"
+                         "把位置编码加到每个标记上，固定记忆会遗忘。")
+    for word in ("旋转位置编码", "正弦位置编码", "层归一化", "位置编码", "记忆", "标记", "词元"):
+        assert word in words, (word, words)
+    assert "词元" not in search.split("注意力读取")
+    with pytest.raises(ValueError, match="bqkv_aliases"):
+        bqkv_site.ChineseSearch({"bqkv_aliases": {"token": "标记"}})
 
 
 def test_glue_in_a_translation_reads_the_pages_own_notebook():
@@ -394,6 +450,138 @@ def test_translated_pages_are_chinese_and_show_no_english_paragraph_of_a_transla
     assert chinese >= 0.9 * len(prose), f"{rel}: {chinese} of {len(prose)} English paragraphs are in Chinese"
 
 
+class _Visible(HTMLParser):
+    """What a reader of a built page sees or hears, outside code, maths, scripts, code output
+    and the bibliography: its text, one string per block, and the values of its alt, title,
+    aria-label, placeholder and tooltip attributes. Inside code output, an explorer (controls,
+    options, note, figure alt) and a listing's header count (an option that is a model's input,
+    a sentence or a prompt, is shown quoted: _explorer_static._shown)."""
+
+    HIDE_TAGS = {"script", "style", "code", "pre", "kbd", "samp", "math", "svg"}
+    HIDE_CLASSES = {"math", "highlight", "cell_input", "cell_output", "footnote-list", "citation-list"}
+    SHOW_CLASSES = {"bqkv-explorer", "bqkv-listing"}  # a listing's code is in .highlight, hidden
+    BLOCKS = {"p", "li", "td", "th", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "label", "option",
+              "button", "figcaption", "summary", "div", "span", "a", "title"}
+    VOID = {"br", "img", "meta", "link", "input", "hr", "source", "wbr", "col", "area", "base"}
+    ATTRIBUTES = ("alt", "title", "aria-label", "placeholder", "data-bs-title")
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.texts, self.run = [], [], []
+
+    def _flush(self):
+        if "".join(self.run).strip():
+            self.texts.append(" ".join("".join(self.run).split()))
+        self.run = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = set((a.get("class") or "").split())
+        hidden = self.stack[-1][1] if self.stack else False
+        if classes & self.SHOW_CLASSES:
+            hidden = False
+        if tag in self.HIDE_TAGS or classes & self.HIDE_CLASSES:
+            hidden = True
+        if tag == "a" and "external" in classes:
+            hidden = True  # a link to another site is named by its own title (a cited work, a tool)
+        if not hidden:
+            self.texts += [a[k] for k in self.ATTRIBUTES if a.get(k)]
+        if tag in self.BLOCKS - {"span", "a"}:
+            self._flush()
+        if tag not in self.VOID:
+            self.stack.append((tag, hidden))
+
+    def handle_endtag(self, tag):
+        if tag in self.BLOCKS - {"span", "a"}:
+            self._flush()
+        while self.stack:
+            if self.stack.pop()[0] == tag:
+                break
+
+    def handle_data(self, data):
+        if not (self.stack and self.stack[-1][1]):
+            self.run.append(data)
+        elif self.run:
+            self.run.append(" ")
+
+
+# English a Chinese page may show: what it quotes (“What sh”, a model's prompt), cites (《…》),
+# names a menu by (Runtime → Change runtime type), glosses in parentheses after the Chinese term
+# (残差流（residual stream）, **fixed**（固定）), code and formulas written inline (d_model, sqrt(d)).
+COMPOUND = re.compile(r"\b[a-z]+(?:-[a-z]+)+\b")  # a package's name: sentence-transformers, otter-grader
+QUOTED = re.compile(r"“[^”]*”|‘[^’]*’|\"[^\"]*\"|'[^']*'|《[^》]*》")
+MENU = re.compile(r"[\w .]+(?:→[\w .]+)+")
+GLOSS = re.compile(r"[（(][^（）()]*[）)]")
+BEFORE_GLOSS = re.compile(r"[A-Za-z][\w\- ]*(?=[（(][^（）()]*[\u4e00-\u9fff])")
+CODE_LIKE = re.compile(r"\S*(?:[_\d/\\=<>{}\[\]@^]|\.\w|\w\()\S*")
+LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
+# Names: the ones TERMS.md keeps in Latin letters, the cited authors (book/references.bib), and
+# these tools, products and formula words.
+NAMES = set("""GPT BERT MiniLM SmolLM Llama RoFormer NeoX Sentence Meta Hugging Face Base GELU ReLU relu
+    silu sigmoid logistic Adam SGD PyTorch torch Python Jupyter JupyterLab Colab Binder GitHub CUDA GPU CPU
+    NVIDIA Apple Google Linux Docker Gradescope nbgrader otter grader PyPI Markdown JavaScript JSON SDPA
+    FFN LLM GGUF BOS English PDF KiB MiB zip wheel bool True False sum sqrt diag sigma inf eps exp log max
+    min delta reshape logits transformers""".split())
+
+
+def page_english_words(text: str) -> list[str]:
+    """The English words of a piece of a Chinese page that are not a quote, citation, menu,
+    gloss or inline code."""
+    text = COMPOUND.sub(" ", MENU.sub(" ", QUOTED.sub(" ", text)))
+    text = BEFORE_GLOSS.sub(" ", text)
+    for _ in range(2):  # a gloss may hold a quote or another gloss
+        text = GLOSS.sub(lambda m: " " if len(LATIN_WORD.findall(m.group())) <= 6 else m.group(), text)
+    return LATIN_WORD.findall(CODE_LIKE.sub(" ", text))
+
+
+def allowed_names() -> set[str]:
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    authors = {w for m in re.finditer(r"author\s*=\s*[{\"](.*?)[}\"],?\s*$", bib, re.M)
+               for w in LATIN_WORD.findall(m.group(1))}
+    terms = (ROOT / "locales" / LANG / "TERMS.md").read_text(encoding="utf-8")
+    kept = re.search(r"Latin letters \(([^)]*)\)", terms)  # "(Transformer, softmax, LSTM, ...)"
+    latin = set(LATIN_WORD.findall(kept.group(1)))
+    return NAMES | authors | latin
+
+
+def english_on_page(page: Path, names: set[str]) -> list[str]:
+    parser = _Visible()
+    parser.feed(page.read_text(encoding="utf-8"))
+    parser._flush()
+    return [f"{w!r} in {text[:90]!r}" for text in parser.texts for w in page_english_words(text)
+            if w not in names and w.lower() not in names]
+
+
+def test_the_english_check_of_a_chinese_page_finds_english_and_passes_glosses_names_and_code(tmp_path):
+    page = tmp_path / "p.html"
+    page.write_text('<html><body><p>每个子层读取残差流（residual stream）；<code>d_model</code> 是宽度，'
+                    'LSTM 与 Vaswani 的 $x$。</p><img alt="两张热图"><div class="cell_output"><pre>loss 0.1</pre>'
+                    '<div class="bqkv-explorer"><label>提示 <select><option>“The capital of France is”</option>'
+                    '</select></label><label>记忆 <select><option>trained</option></select></label>'
+                    '<img alt="Heatmap of weights"></div></div>'
+                    '<button title="Toggle primary sidebar"></button><p>The check builds a block.</p></body></html>',
+                    encoding="utf-8")
+    found = english_on_page(page, allowed_names())
+    assert {f.split(" in ")[0].strip("'") for f in found} == {
+        "Toggle", "primary", "sidebar", "trained", "Heatmap", "weights", "The", "check", "builds", "block"}, found
+
+
+def test_the_chinese_pages_show_no_english_but_code_names_glosses_and_citations(site):
+    """Every page of the Chinese edition, its text, figure alt texts, explorer controls and
+    the theme's words: an English word there is a name (allowed_names), a gloss after the
+    Chinese term, a quote, a citation, a menu path or code."""
+    names = allowed_names()
+    found = {}
+    for page in sorted(zh(site).rglob("*.html")):
+        rel = page.relative_to(zh(site)).as_posix()
+        if rel.startswith(("_", "notebooks/")) or 'http-equiv="refresh"' in page.read_text(encoding="utf-8")[:3000]:
+            continue
+        words = english_on_page(page, names)
+        if words:
+            found[rel] = words[:8]
+    assert not found, json.dumps(found, ensure_ascii=False, indent=1)
+
+
 def test_chapter_1_in_chinese_keeps_its_glued_numbers_figures_and_citations(site):
     en = (site / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
     cn = (zh(site) / "book" / "01_squished_memory.html").read_text(encoding="utf-8")
@@ -416,7 +604,7 @@ def test_chapter_1_in_chinese_keeps_its_glued_numbers_figures_and_citations(site
 def test_chinese_sidebar_has_translated_part_captions(site):
     for rel in ("book/index.html", "book/02_keep_every_state.html"):
         cn = (zh(site) / rel).read_text(encoding="utf-8")
-        assert "第一部分 · 内存" in cn and "Part I · Memory" not in cn, rel
+        assert "第一部分 · 记忆" in cn and "Part I · Memory" not in cn, rel
         assert "Part I · Memory" in (site / rel).read_text(encoding="utf-8")
 
 
@@ -461,8 +649,11 @@ def test_the_chinese_search_index_finds_attention_in_the_translated_pages(site):
         hits = [index[kind].get(word, []) for kind in ("terms", "titleterms")]
         return {docs[i] for h in hits for i in ([h] if isinstance(h, int) else h)}
 
-    for word in ("注意力", "查询", "残差流", "因果掩码"):  # the last two: words of TERMS.md, not of jieba
-        assert pages(word), f"{word} is not in zh/searchindex.js (is jieba installed?)"
+    missing = [word for word in SEARCHED if not pages(word)]
+    assert not missing, f"{missing} not in zh/searchindex.js (is jieba installed?)"
+    assert {"book/02_keep_every_state", "book/09_mlp_memory"} <= pages("记忆")
+    assert {"book/08_transformer", "book/11_modern_llm", "book/glossary"} <= pages("旋转位置编码")
+    assert pages("词元") == pages("标记"), "词元 (what many Chinese texts call a token) finds the 标记 pages"
     found = pages("注意力")
     assert {"book/01_squished_memory", "book/index", "book/glossary", "book/notation"} <= found, found
     assert "attention" in search_index(site)["terms"] or "attent" in search_index(site)["terms"]

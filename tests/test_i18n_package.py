@@ -144,7 +144,7 @@ def _attention_over_d(q, k, v):  # causal attention with the scores divided by d
      "提示：分数完全没有缩放：把 q . k 除以 sqrt(d_head)"),
     (checks.check_causal_mask, _inverted_causal_mask,
      "Hint: your mask marks the BLOCKED positions (True = j > i)",
-     "提示：你的掩码标出的是“被屏蔽”的位置（True = j > i）"),
+     "提示：你的掩码标出的是“不可关注”的位置（True = j > i）"),
     (checks.check_causal_attention, _attention_over_d,  # a hint with {d} filled in
      "causal attention: wrong values on", "因果注意力：在"),
     (checks.check_causal_attention, _attention_over_d,
@@ -164,7 +164,7 @@ def test_a_lenient_check_prints_its_hint_in_the_language_in_force(speak, lenient
 
 def test_a_strict_failure_raises_its_message_in_chinese(speak, strict):
     speak("zh_CN")
-    with pytest.raises(CheckFailure, match=r"^因果掩码：在 T=1 上的值不对。\n提示：你的掩码标出的是“被屏蔽”") as err:
+    with pytest.raises(CheckFailure, match=r"^因果掩码：在 T=1 上的值不对。\n提示：你的掩码标出的是“不可关注”") as err:
         checks.check_causal_mask(_inverted_causal_mask)
     assert "BLOCKED" not in str(err.value)
     with pytest.raises(CheckFailure, match="scaled_scores：尚未实现。请在 `# YOUR CODE HERE` 处写你的代码"):
@@ -227,3 +227,94 @@ def test_a_right_prediction_is_explained_in_chinese_from_its_own_sealed_box(monk
     assert _seal.unseal(q, canon, SEALED[q]["box_zh_CN"], "box_zh_CN") == key[q]["explanation_zh_CN"]
     with pytest.raises(UnicodeDecodeError):  # the Chinese box under the English box's key stream
         _seal.unseal(q, canon, SEALED[q]["box_zh_CN"], "box")
+
+
+# ----------------------------------------------------------- words of explorers and listings
+def _explorer_calls():
+    """(chapter, {control: literal value or None}, description or None) of every
+    ``explorer(...)`` call in the book's notebooks (module-level names are resolved)."""
+    import json
+    calls = []
+    for nb in sorted((ROOT / "book").glob("[01][0-9]_*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        src = "\n".join(line for c in cells if c["cell_type"] == "code" for line in "".join(c["source"]).splitlines()
+                        if not line.lstrip().startswith(("%", "!")))
+        tree = ast.parse(src)
+        names = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                try:
+                    names[node.targets[0].id] = ast.literal_eval(node.value)
+                except ValueError:
+                    if isinstance(node.value, ast.Call):
+                        names[node.targets[0].id] = node.value
+        for node in ast.walk(tree):
+            func = node.func if isinstance(node, ast.Call) else None
+            if getattr(func, "attr", getattr(func, "id", None)) != "explorer":
+                continue
+            controls, description = {}, None
+            for kw in node.keywords:
+                if kw.arg == "description":
+                    description = ast.literal_eval(kw.value)
+                    continue
+                try:
+                    controls[kw.arg] = ast.literal_eval(kw.value)
+                except ValueError:
+                    value = names.get(getattr(kw.value, "id", None), kw.value)
+                    if isinstance(value, ast.Call):  # a widget: its description is its label
+                        label = [k.value.value for k in value.keywords if k.arg == "description"]
+                        controls[label[0] if label else kw.arg] = None
+                    else:
+                        controls[kw.arg] = value
+            calls.append((nb.stem[:2], controls, description))
+    return calls
+
+
+def test_every_word_a_chapters_explorer_shows_is_in_the_catalog_and_translated():
+    from beforeqkv import _explorer_words as words
+    from beforeqkv.models import scores
+    calls = _explorer_calls()
+    assert len(calls) >= 11
+    listed = set(words.CONTROLS) | set(words.OPTIONS) | set(words.DESCRIPTIONS)
+    wanted = set()
+    for _chapter, controls, description in calls:
+        if description:
+            wanted.add(description)
+        for name, value in controls.items():
+            wanted.add(name)
+            if name in words.DATA_CONTROLS:
+                continue
+            if isinstance(value, dict):
+                wanted |= set(value)
+            elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+                wanted |= set(value)
+    wanted |= set(scores.SCORES)  # chapter 5's variants: list(scores.SCORES)
+    wanted -= {"d_k"}  # a symbol of the book's maths, the same in both editions
+    assert wanted <= listed, sorted(wanted - listed)
+    catalog = {m.id: m.string for m in read_catalog() if m.id and not m.fuzzy}
+    untranslated = [w for w in wanted if not catalog.get(w) or not re.search(r"[\u4e00-\u9fff]", catalog[w])
+                    and not w.startswith(("n_", "log2"))]
+    assert not untranslated, untranslated
+
+
+def test_a_static_explorer_and_a_listing_speak_the_language_in_force(speak):
+    from beforeqkv import widgets
+    from beforeqkv.listing import show_source
+    from beforeqkv.models.memory import MLPMemory
+    import matplotlib.pyplot as plt
+
+    def plot(memory="trained", fact=0):
+        fig, ax = plt.subplots(figsize=(1, 1))
+        ax.plot([fact])
+        return fig
+    description = "Two bar charts over the 16 slots for the chosen fact in the chosen memory: " \
+        "left, how strongly each slot fires; right, what each slot adds to the logit of the fact's class, " \
+        "green bars helping and red bars hurting."
+    for lang, label, option, header in (("en", "memory", "by hand", "source of"), ("zh_CN", "记忆", "手写", "的源码")):
+        speak(lang)
+        page = widgets.static_explorer(plot, {"memory": ["trained", "by hand"], "fact": (0, 1, 1)},
+                                       description=description)._repr_html_()
+        assert f"{label} <select" in page and f">{option}</option>" in page
+        assert ("两张条形图" in page) == (lang == "zh_CN") and (description[:20] in page) == (lang == "en")
+        assert header in show_source(MLPMemory)._repr_html_()
+    plt.close("all")

@@ -96,7 +96,7 @@ def test_chapter_1_reads_in_chinese_as_the_site_does(reader_zh):
     lookup = translate_nb.lookup_for("book/01_squished_memory")
     nb = nbformat.read(reader_zh / "01_squished_memory.ipynb", as_version=4)
     md = [c.source for c in nb.cells if c.cell_type == "markdown"]
-    assert md[0].startswith("# 1 · 被挤压的内存")
+    assert md[0].startswith("# 1 · 被挤压的记忆")
     assert lookup[translate_nb.key("Exercise 1.2 · Write the attention read")] in "\n".join(md)
     prose = [m for m in md if len(re.findall(r"[A-Za-z]{3,}", m)) >= 8]
     assert prose and all(cjk(m) >= 10 for m in prose), [m[:60] for m in prose if cjk(m) < 10]

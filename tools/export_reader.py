@@ -74,7 +74,7 @@ WORDS = {
         "For after your own attempt. Each code answer is folded: click the bar to the left of the cell "
         "(JupyterLab, Jupyter Notebook) or double-click it (Colab) to see it. Running it defines the "
         "reference version; run the exercise's check after it to compare.":
-            "先自己尝试，再看答案。每个代码答案都是折叠的：点击单元格左侧的竖条（JupyterLab、Jupyter Notebook）"
+            "先自己尝试，再看答案。每个代码答案都是折叠的：点击单元左侧的竖条（JupyterLab、Jupyter Notebook）"
             "或双击它（Colab）即可展开。运行它会定义参考实现；之后再运行该练习的检查，就能对比。",
         "*The model answer is at the end of this notebook, under* **Answers**.":
             "*参考答案在本笔记本末尾的* **答案** *一节中。*",

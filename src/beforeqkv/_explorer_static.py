@@ -46,6 +46,20 @@ def _describe(plot_fn, description):
     return getattr(plot_fn, "__name__", "an explorer figure")
 
 
+def _tr(text):
+    """A word the explorer shows, in the language in force (_explorer_words.py lists the
+    chapters' words for the catalog; any other word is shown as it is)."""
+    from .i18n import tr
+    return tr(text) if isinstance(text, str) and text.strip() else text
+
+
+def _shown(control, text):
+    """How a control's value is shown: translated, or quoted when it is a model's input (a
+    sentence, a prompt: _explorer_words.DATA_CONTROLS), which stays as the model reads it."""
+    from ._explorer_words import DATA_CONTROLS
+    return f"“{text}”" if control.name in DATA_CONTROLS else _tr(text)
+
+
 def _figure_or_raise(fig):
     if fig is None or not hasattr(fig, "savefig"):
         raise ValueError(f"plot_fn must return a matplotlib Figure, got {type(fig).__name__}")
@@ -210,15 +224,15 @@ class StaticExplorer:
         full = [_control(n, a, params[n].default if n in params else inspect.Parameter.empty)
                 for n, a in controls.items()]
         self.name = getattr(plot_fn, "__name__", "plot_fn")
-        self.description = _describe(plot_fn, description)
+        self.description = _tr(_describe(plot_fn, description))
         self.full_sizes = [len(c.values) for c in full]
         counts = _budget(full, max_figures)
         self.controls = []
         for c, k in zip(full, counts):
             keep = _pick(len(c.values), c.index, k)
-            self.controls.append(_Control(c.name, c.label, c.kind if len(keep) > 1 else "fixed",
+            self.controls.append(_Control(c.name, _tr(c.label), c.kind if len(keep) > 1 else "fixed",
                                           [c.values[i] for i in keep], keep.index(c.index),
-                                          [c.texts[i] for i in keep]))
+                                          [_shown(c, c.texts[i]) for i in keep]))
         t0 = time.perf_counter()
         self.images, self.frames, seen = [], [], {}
         for combo in itertools.product(*[c.values for c in self.controls]):

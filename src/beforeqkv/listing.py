@@ -62,4 +62,5 @@ def show_source(obj, *, start: str | None = None) -> Listing:
     module = getattr(obj, "__module__", "") or ""
     qual = getattr(obj, "__qualname__", getattr(obj, "__name__", "?"))
     where = f"{module}.{qual}" if module else qual
-    return Listing(qual, code, f"source of {where} ({path.split('src/')[-1]})")
+    from .i18n import _
+    return Listing(qual, code, _("source of {where} ({path})").format(where=where, path=path.split("src/")[-1]))
