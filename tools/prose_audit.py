@@ -1,4 +1,4 @@
-"""Audit the chapters' prose: glued numbers per paragraph, and judgment words.
+"""Audit the chapters' prose (markdown and figure captions): glued numbers per paragraph, and judgment words.
 
     python tools/prose_audit.py [book/NN_x.ipynb ...]      # every chapter when none is given
 
@@ -63,11 +63,22 @@ def paragraphs_of(markdown: str, cell: int = 0) -> list[Paragraph]:
     return out
 
 
+def caption(cell: dict) -> str:
+    """A code cell's figure caption (metadata mystnb.figure.caption), or ""."""
+    figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+    return figure.get("caption", "") if isinstance(figure, dict) else ""
+
+
 def paragraphs(path: str | Path) -> list[Paragraph]:
-    """Every paragraph of a notebook's markdown cells, in order."""
+    """Every paragraph of a notebook's prose, in order: markdown cells and figure captions."""
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
-    return [p for i, c in enumerate(cells) if c["cell_type"] == "markdown"
-            for p in paragraphs_of("".join(c["source"]), i)]
+    out = []
+    for i, c in enumerate(cells):
+        if c["cell_type"] == "markdown":
+            out += paragraphs_of("".join(c["source"]), i)
+        elif caption(c):
+            out.append(Paragraph(i, " ".join(caption(c).split())))
+    return out
 
 
 def glue_count(text: str) -> int:
