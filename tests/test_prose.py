@@ -26,9 +26,9 @@ import prose_audit  # noqa: E402
 
 PATHS = {path.name[:2]: path for path in CHAPTERS}
 
-# Paragraphs over the limit in chapters this work has not reached yet: lower a number when
-# you lighten one (the test fails until you do), never raise it.
-DENSE_LEFT = {"07": 3}
+# Paragraphs over the limit not lightened yet (chapter 7's training results, which issue 25
+# rewrites): lower a number when you lighten one (the test fails until you do), never raise it.
+DENSE_LEFT = {"07": 1}
 
 
 @dataclass(frozen=True)
