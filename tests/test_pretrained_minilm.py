@@ -7,7 +7,8 @@ import torch.nn.functional as F
 
 from beforeqkv import models
 from beforeqkv.pretrained import WeightsMissing, load_minilm, require
-from beforeqkv.pretrained.minilm import (DISTRIBUTION, MAX_SEQ_LENGTH, REFERENCE_COSINES, REFERENCE_SENTENCES,
+from beforeqkv.pretrained.minilm import (DISTRIBUTION, MAX_SEQ_LENGTH, QK_ASYMMETRY_MEDIAN, REFERENCE_COSINES,
+                                         REFERENCE_SENTENCES,
                                          hf_to_package, mean_pool, minilm_config)
 
 
@@ -178,3 +179,17 @@ def test_post_norm_figure_shows_both_blocks_and_where_the_norms_sit():
         assert label in drawn, label
     assert "post-norm" in fig.alt_text and "LN(x + attn(x))" in fig.alt_text
     assert all(t.get_fontsize() >= 10 for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")))
+
+
+def test_the_restated_asymmetry_median_is_chapter_10s_measurement(minilm):
+    """Chapter 11 puts its decoder beside QK_ASYMMETRY_MEDIAN: it must be what chapter 10 measures."""
+    ratios = []
+    for block in minilm.model.blocks:
+        attn = block.attn
+        W_Q = attn.W_Q.weight.view(attn.n_heads, attn.d_head, -1)  # (H, d_head, d)
+        W_K = attn.W_K.weight.view(attn.n_heads, attn.d_head, -1)  # (H, d_head, d)
+        A = W_Q.transpose(1, 2) @ W_K  # (H, d, d)
+        ratios.append((A - A.transpose(1, 2)).flatten(1).norm(dim=1) / A.flatten(1).norm(dim=1))
+    median = torch.cat(ratios).median().item()
+    assert len(torch.cat(ratios)) == 72
+    assert abs(median - QK_ASYMMETRY_MEDIAN) < 5e-4, median

@@ -64,6 +64,10 @@ SKIPPED = ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"
 REFERENCE_SENTENCES = ["The cat sat on the mat.", "A man is playing a guitar.",
                        "A person plays a musical instrument."]
 REFERENCE_COSINES = {(0, 1): 0.062332, (0, 2): 0.098854, (1, 2): 0.676248}
+# Chapter 10's measurement, restated for chapter 11 (which compares a decoder with it): the
+# median asymmetry ratio ||A - A^T|| / ||A|| of the 72 heads' A = W_Q^h^T W_K^h. Recomputed
+# from the weights by tests/test_pretrained_minilm.py.
+QK_ASYMMETRY_MEDIAN = 1.319
 
 
 def minilm_config(n_layers: int = 6) -> TransformerConfig:
