@@ -303,10 +303,12 @@ _JOB = None  # (fn, items) while map_runs runs: the forked workers inherit it, n
 
 def workers(n_items: int | None = None) -> int:
     """How many processes :func:`map_runs` uses: ``BEFOREQKV_WORKERS`` if set, else one per
-    CPU core this process may use; 1 (run in this process) on a GPU, off Linux, inside a
-    worker, for a single item, or in a graded run (``BEFOREQKV_GRADING``, nbgrader's
-    ``NBGRADER_EXECUTION``): a grader's kernel never forks, so nothing of a fork reaches its
-    report."""
+    CPU core this process may use; 1 (run in this process) once this process uses CUDA
+    (:func:`_uses_cuda`: a forked child cannot), off Linux, inside a worker, for a single
+    item, or in a graded run (``BEFOREQKV_GRADING``, nbgrader's ``NBGRADER_EXECUTION``): a
+    grader's kernel never forks, so nothing of a fork reaches its report. On a GPU machine
+    the chapters' tiny runs stay on the CPU (:func:`beforeqkv.get_device`) and so still
+    spread over its cores."""
     env = os.environ.get("BEFOREQKV_WORKERS", "")
     if env:
         if not env.isdigit() or int(env) < 1:
@@ -316,9 +318,16 @@ def workers(n_items: int | None = None) -> int:
         n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     import multiprocessing as mp
     graded = os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0") or os.environ.get("NBGRADER_EXECUTION")
-    if not sys.platform.startswith("linux") or torch.cuda.is_available() or mp.current_process().daemon or graded:
+    if not sys.platform.startswith("linux") or _uses_cuda() or mp.current_process().daemon or graded:
         n = 1
     return max(1, min(n, n_items if n_items is not None else n))
+
+
+def _uses_cuda() -> bool:
+    """Whether this process has started CUDA, or is told to compute on it (``BEFOREQKV_DEVICE``):
+    CUDA does not survive a fork, so :func:`map_runs` then runs its items in this process."""
+    forced = os.environ.get("BEFOREQKV_DEVICE", "").lower().startswith("cuda")
+    return forced or (torch.cuda.is_available() and torch.cuda.is_initialized())
 
 
 def _import_before_fork() -> None:
@@ -344,7 +353,7 @@ def map_runs(fn: Callable, items, n_workers: int | None = None) -> list:
     workers; only the wall time changes. The workers are forked (Linux): ``fn`` may be a
     lambda or a function defined in a notebook, and what it returns (models included) comes
     back pickled. Each worker keeps the thread count of this process (1 after ``setup()``).
-    On a GPU, off Linux or with one core this is the plain loop (:func:`workers`).
+    Once CUDA is in use, off Linux or with one core this is the plain loop (:func:`workers`).
     """
     global _JOB
     if not callable(fn):
