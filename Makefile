@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-data.txt requirements-rea
 	@echo "== installing into $(VENV) (torch: a CPU wheel unless one is already installed)"
 	@$(BIN)/python -c "import torch" 2>/dev/null || \
 	  $(BIN)/pip install $(PIPQ) --retries 0 --timeout 30 --extra-index-url $(TORCH_INDEX) "torch==$(TORCH_VERSION)" || \
-	  $(BIN)/pip install $(PIPQ) "torch>=2.2"
+	  $(BIN)/pip install $(PIPQ) "torch>=2.4"
 	@$(BIN)/pip install $(PIPQ) -r requirements.txt
 	@$(BIN)/pip install $(PIPQ) --no-deps --require-hashes -r requirements-data.txt -r requirements-real.txt
 	@$(BIN)/python -c "import beforeqkv, torch; print('== beforeqkv', beforeqkv.__version__, '| torch', torch.__version__)"
