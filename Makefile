@@ -3,6 +3,7 @@
 #   make test   set up .venv, lint (ruff), run the unit tests and execute every chapter with nbmake
 #   make bench  time every chapter (budget: 60 s each on a 2-core CPU)
 #   make bench-attention  time attention (teaching, fast, torch) -> _build/bench/attention.csv
+#   make bench-seeds  rerun every claim chapters 1-9 make about training on seeds 0-2 -> _build/bench/seeds.csv
 #   make bench-llm  SmolLM2's greedy decoding with the KV cache, in tokens/s (1 thread and torch's default)
 #   make gpu-check  on a CUDA machine: unit tests, every chapter on CUDA and CPU, attention: _build/gpu/report.md
 #   make notebooks-branch  after make site: the notebooks branch (reader notebooks) in _build/
@@ -27,7 +28,7 @@ JB_FLAGS ?= -W -n --keep-going
 export PYTHONHASHSEED := 0
 export BEFOREQKV_PROGRESS ?= 0
 
-.PHONY: lint install book test unit execute site site-src site-en site-zh i18n-pot i18n-update i18n-status i18n-package notebooks-branch bench bench-attention bench-llm gpu-check student strip clean help vendor test-site dist test-colab
+.PHONY: lint install book test unit execute site site-src site-en site-zh i18n-pot i18n-update i18n-status i18n-package notebooks-branch bench bench-attention bench-llm bench-seeds gpu-check student strip clean help vendor test-site dist test-colab
 
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
@@ -37,7 +38,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-data.txt requirements-rea
 	@echo "== installing into $(VENV) (torch: a CPU wheel unless one is already installed)"
 	@$(BIN)/python -c "import torch" 2>/dev/null || \
 	  $(BIN)/pip install $(PIPQ) --retries 0 --timeout 30 --extra-index-url $(TORCH_INDEX) "torch==$(TORCH_VERSION)" || \
-	  $(BIN)/pip install $(PIPQ) "torch>=2.2"
+	  $(BIN)/pip install $(PIPQ) "torch>=2.4"
 	@$(BIN)/pip install $(PIPQ) -r requirements.txt
 	@$(BIN)/pip install $(PIPQ) --no-deps --require-hashes -r requirements-data.txt -r requirements-real.txt
 	@$(BIN)/python -c "import beforeqkv, torch; print('== beforeqkv', beforeqkv.__version__, '| torch', torch.__version__)"
@@ -225,6 +226,12 @@ bench-attention: $(STAMP)
 
 bench-llm: $(STAMP)
 	$(BIN)/python tools/bench_llm.py $(BENCH_LLM_ARGS)
+
+# Every claim the chapters 1-9 assert about a trained model, rerun on seeds 0 1 2 (0 is the
+# chapter's own run) on the CPU, and on CUDA when there is one; the notebooks are not executed.
+# Minutes on a 2-core CPU. BENCH_SEEDS_ARGS="--chapters 07 --seeds 3 4" for a part.
+bench-seeds: $(STAMP)
+	$(BIN)/python tools/bench_seeds.py --out _build/bench/seeds.csv $(BENCH_SEEDS_ARGS)
 
 # Everything on CUDA and on the same machine's CPU, one report (_build/gpu/report.md): unit tests,
 # each chapter's time and status per device, the attention table (tools/gpu_check.py). On a GPU

@@ -9,13 +9,55 @@ import torch
 import beforeqkv
 
 
-def test_get_device_prefers_cuda_then_mps_then_cpu():
-    d = beforeqkv.get_device()
+def test_get_device_prefers_cuda_then_mps_then_cpu_for_a_real_model(monkeypatch):
+    monkeypatch.delenv("BEFOREQKV_DEVICE", raising=False)
+    d = beforeqkv.get_device(real_model=True)
     if torch.cuda.is_available():
         assert d.type == "cuda"
     else:
         assert d.type in ("mps", "cpu")
     assert beforeqkv.get_device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.parametrize("accelerator", ["cuda", "mps"])
+def test_the_device_policy_keeps_tiny_experiments_on_the_cpu_beside_a_gpu(monkeypatch, accelerator):
+    """A GPU was no faster than two CPU cores for chapters 1-9 (book/gpu_and_colab.md): tiny models
+    stay on the CPU unless BEFOREQKV_DEVICE forces the GPU; a real model takes the GPU."""
+    monkeypatch.delenv("BEFOREQKV_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: accelerator == "cuda")
+    monkeypatch.setattr(beforeqkv, "_mps_available", lambda: accelerator == "mps")
+    assert beforeqkv.get_device() == torch.device("cpu")
+    assert beforeqkv.get_device(real_model=True) == torch.device(accelerator)
+    monkeypatch.setenv("BEFOREQKV_DEVICE", accelerator)  # make gpu-check's way to run a chapter on the GPU
+    assert beforeqkv.get_device() == torch.device(accelerator)
+    monkeypatch.setenv("BEFOREQKV_DEVICE", "cpu")
+    assert beforeqkv.get_device(real_model=True) == torch.device("cpu")
+    assert beforeqkv.get_device(accelerator) == torch.device(accelerator)  # prefer beats the variable
+
+
+def test_without_a_gpu_every_kind_of_model_gets_the_cpu(monkeypatch):
+    monkeypatch.delenv("BEFOREQKV_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(beforeqkv, "_mps_available", lambda: False)
+    assert beforeqkv.get_device() == beforeqkv.get_device(real_model=True) == torch.device("cpu")
+
+
+def test_runs_fork_beside_an_unused_gpu_and_never_once_cuda_is_in_use(monkeypatch):
+    """Beside a GPU the tiny runs are on the CPU, so map_runs may fork; not after CUDA started."""
+    from beforeqkv import train
+    monkeypatch.setattr(train.sys, "platform", "linux")
+    monkeypatch.setenv("BEFOREQKV_WORKERS", "2")
+    monkeypatch.delenv("BEFOREQKV_DEVICE", raising=False)
+    monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    assert train.workers(8) == 2
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert train.workers(8) == 1
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setenv("BEFOREQKV_DEVICE", "cuda")
+    assert train.workers(8) == 1
 
 
 def test_get_device_rejects_unknown_or_missing_devices():

@@ -302,3 +302,60 @@ def test_cpu_threads_sets_the_thread_count_for_a_block_and_restores_it(monkeypat
         with beforeqkv.cpu_threads(0):
             pass
     assert torch.get_num_threads() == before
+
+
+FORKS = pytest.mark.skipif(not sys.platform.startswith("linux") or torch.cuda.is_available(),
+                           reason="map_runs forks workers on a Linux CPU only")
+
+
+@FORKS
+def test_a_worker_that_dies_never_leaves_map_runs_waiting(capsys):
+    """multiprocessing.Pool waits forever for a task whose worker was killed; map_runs redoes it here."""
+    parent = os.getpid()
+
+    def work(x):
+        if x == 1 and os.getpid() != parent:
+            os.kill(os.getpid(), 9)  # as the kernel's OOM killer would
+        return x * 10
+    assert train.map_runs(work, range(4), n_workers=2) == [0, 10, 20, 30]
+    assert "a worker process died" in capsys.readouterr().out
+
+
+@FORKS
+def test_map_runs_inside_a_jupyter_kernel_never_stalls_it(tmp_path):
+    """Five cells in a row each fork workers from a live kernel (its ZeroMQ threads running) that
+    print, warn and would draw progress widgets; each cell must finish within its timeout."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    setup = (
+        "import os, warnings\n"
+        "import torch, beforeqkv\n"
+        "from beforeqkv import models, tasks, train\n"
+        "beforeqkv.setup(quiet=True, plot_style=False)\n"
+        "os.environ['BEFOREQKV_PROGRESS'] = '1'  # this kernel draws bars; its workers must not\n"
+        "def run(n):\n"
+        "    print('worker trains N =', n)\n"
+        "    warnings.warn('a warning from a worker')\n"
+        "    test = tasks.associative_recall(64, n, generator=torch.Generator().manual_seed(1))\n"
+        "    return train.fit(models.RecallAttention, lambda g: tasks.associative_recall(16, n, generator=g),\n"
+        "                     5, test=test, device='cpu').accuracy\n"
+        "plain = [run(n) for n in (2, 4, 8)]\n")
+    repeat = ("accs = train.map_runs(run, [2, 4, 8], n_workers=2)\n"
+              "pids = train.map_runs(lambda _: os.getpid(), range(4), n_workers=2)\n"
+              "assert accs == plain and os.getpid() not in pids, (accs, plain, pids)\n"
+              "print('cell done')")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup)]
+                                  + [nbformat.v4.new_code_cell(repeat) for _ in range(5)])
+    env = dict(os.environ, BEFOREQKV_WORKERS="2")
+    env.pop("BEFOREQKV_GRADING", None)
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    old = dict(os.environ)
+    os.environ.update(env)  # the kernel inherits this process's environment
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    outs = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells[1:]]
+    assert all("cell done" in o for o in outs), outs

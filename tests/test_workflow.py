@@ -5,6 +5,7 @@ expressions, the job graph, actions on a Node runtime GitHub is retiring), the s
 after the chapters and never waits for the homework job, the one-time settings are checked
 before the build, a fork's buttons point at the fork, and a release is the tagged version.
 """
+import re
 import shutil
 import subprocess
 import sys
@@ -178,3 +179,79 @@ def test_a_release_tag_must_be_the_package_version():
     assert version == beforeqkv.__version__
     assert publish.release_tag_problem(f"v{version}") is None
     assert "not the package's version" in publish.release_tag_problem("v999.0.0")
+
+
+# ------------------------------------------------------------------ the version matrix and the floors
+PYPROJECT = (ROOT / "pyproject.toml").read_text()
+# An API the package calls -> the oldest torch that has it. The floor in pyproject.toml must be
+# at least the newest of those the source uses.
+TORCH_APIS = {
+    "F.rms_norm(": (2, 4),
+    "nn.RMSNorm(": (2, 4),
+    "sdpa_kernel(": (2, 3),
+    "get_default_device(": (2, 3),
+    "assign=True": (2, 1),
+}
+# Newer APIs used only behind a version check (the fallback is tested on the pinned torch's path).
+GUARDED = {"enable_gqa=": "_SDPA_GQA"}
+
+
+def floors(pyproject: str = PYPROJECT) -> dict:
+    """{"python": (3, 9), "torch": (2, 4)}: the lower bounds pyproject.toml declares."""
+    python = re.search(r'^requires-python = ">=(\d+)\.(\d+)"', pyproject, re.M)
+    torch_ = re.search(r'^\s*"torch>=(\d+)\.(\d+)"', pyproject, re.M)
+    return {"python": tuple(map(int, python.groups())), "torch": tuple(map(int, torch_.groups()))}
+
+
+def rows() -> dict:
+    return {r["row"]: r for r in JOBS["versions"]["strategy"]["matrix"]["include"]}
+
+
+def test_the_torch_floor_covers_every_api_the_package_calls(floor=None):
+    floor = floor or floors()["torch"]
+    source = "\n".join(p.read_text() for p in (ROOT / "src" / "beforeqkv").rglob("*.py"))
+    needs = {api: v for api, v in TORCH_APIS.items() if api in source}
+    assert needs, "the scan found no API at all: is it reading src/?"
+    too_new = {api: v for api, v in needs.items() if v > floor}
+    assert not too_new, f"pyproject.toml allows torch {floor} but the package calls {too_new}"
+    for api, guard in GUARDED.items():
+        assert api not in source or guard in source, f"{api} needs its version check {guard}"
+
+
+def test_the_api_scan_fails_a_floor_below_rms_norm():
+    with pytest.raises(AssertionError, match="rms_norm"):
+        test_the_torch_floor_covers_every_api_the_package_calls(floor=(2, 2))
+
+
+def test_the_python_floor_parses_every_source_file():
+    import ast
+    floor = floors()["python"]
+    for path in list((ROOT / "src").rglob("*.py")) + list((ROOT / "tools").rglob("*.py")):
+        ast.parse(path.read_text(), filename=str(path), feature_version=floor)
+    with pytest.raises(SyntaxError):  # the check sees syntax newer than the floor
+        ast.parse("match x:\n    case 1:\n        pass\n", feature_version=(3, 9))
+
+
+def test_the_version_matrix_runs_the_floors_the_newest_and_colabs_stack():
+    r, floor = rows(), floors()
+    assert set(r) == {"oldest", "newest", "colab"}, set(r)
+    assert r["oldest"]["python"] == "%d.%d" % floor["python"], "the oldest row must run pyproject's Python floor"
+    assert r["oldest"]["torch"] == "torch==%d.%d.0" % floor["torch"], "the oldest row must run pyproject's torch floor"
+    assert r["newest"]["torch"] == "torch", "the newest row takes the newest torch (unpinned)"
+    newest_python = tuple(map(int, r["newest"]["python"].split(".")))
+    assert newest_python > floor["python"]
+    pins = r["colab"]["pins"].split()
+    assert any(p.startswith("ipywidgets==7.") for p in pins) and any(p.startswith("ipython==7.") for p in pins)
+    colab_torch = tuple(map(int, r["colab"]["torch"].split("==")[1].split(".")[:2]))
+    assert colab_torch >= floor["torch"], "Colab's torch is below the floor: the package would not install there"
+    steps = runs("versions")
+    assert "pytest tests" in steps, "each row runs the unit tests"
+    assert len(re.findall(r"book/\d\d_\w+\.ipynb", steps)) >= 2, "each row runs at least two chapters"
+    assert JOBS["versions"]["strategy"]["fail-fast"] is False, "one failing row must not hide the others"
+
+
+def test_every_place_that_installs_torch_states_the_same_floor():
+    floor = ">=%d.%d" % floors()["torch"]
+    assert f'"torch{floor}"' in (ROOT / "Makefile").read_text()
+    assert f"torch{floor}" in (ROOT / "binder" / "requirements.txt").read_text()
+    assert f"`torch{floor}`" in (ROOT / "book" / "gpu_and_colab.md").read_text()

@@ -28,11 +28,20 @@ __all__ = ["get_device", "setup", "seed_everything", "cpu_threads", "glue", "sci
 _DEVICE_ENV = "BEFOREQKV_DEVICE"
 
 
-def get_device(prefer: str | None = None) -> torch.device:
-    """Return the best available device: cuda, then mps, then cpu.
+def get_device(prefer: str | None = None, *, real_model: bool = False) -> torch.device:
+    """Return the device to compute on; by the book's device policy, the CPU for tiny models.
 
-    ``prefer`` (or the environment variable ``BEFOREQKV_DEVICE``) forces one,
-    e.g. ``get_device("cpu")`` to reproduce the CPU numbers on a GPU box.
+    * ``real_model=False`` (the default, every experiment of chapters 1-9): the CPU, even
+      where a GPU exists. Their models have a few thousand to a few hundred thousand
+      parameters and train on batches of 64 to 256, so a GPU step is a string of tiny kernel
+      launches: on an NVIDIA H200 every chapter 1-9 took 15-36 s on CUDA, no faster than two
+      CPU cores (chapter 5: 33.6 s on the GPU, 22.2 s on the same machine's CPU). On the CPU
+      the chapters also run their independent runs side by side (:func:`beforeqkv.train.map_runs`).
+    * ``real_model=True`` (a pretrained model, chapters 10-11): cuda, then mps, then cpu.
+    * ``prefer``, or else the environment variable ``BEFOREQKV_DEVICE``, forces one for
+      both kinds: ``BEFOREQKV_DEVICE=cuda`` runs the tiny experiments on the GPU too (``make
+      gpu-check`` does, to check every claim there); ``get_device("cpu")`` keeps a real
+      model on the CPU. The policy is written out in book/gpu_and_colab.md.
     """
     choice = prefer or os.environ.get(_DEVICE_ENV)
     if choice:
@@ -44,6 +53,8 @@ def get_device(prefer: str | None = None) -> torch.device:
         if choice == "mps" and not _mps_available():
             raise ValueError("device 'mps' requested but MPS is not available here")
         return torch.device(choice)
+    if not real_model:
+        return torch.device("cpu")
     if torch.cuda.is_available():
         return torch.device("cuda")
     if _mps_available():
@@ -156,8 +167,8 @@ def _reuse_freed_memory() -> bool:
 def cpu_threads(threads: int | None = None):
     """Run a block on ``threads`` CPU threads, then go back to the thread count before it.
 
-    The default is the number of cores :func:`beforeqkv.train.map_runs` would use (1 on a GPU
-    or with ``BEFOREQKV_WORKERS=1``), but no more than the cores that are idle right now
+    The default is the number of cores :func:`beforeqkv.train.map_runs` would use (1 once this
+    process computes on a GPU, or with ``BEFOREQKV_WORKERS=1``), but no more than the cores that are idle right now
     (:func:`_idle_cores`): a second thread on a core another program keeps busy spins and
     waits. Chapter 8's character model, 150 steps on a 2-core CPU: one thread 4.5 s, two
     threads 3.0 s when the other core is idle, 13.0 s when a CPU-bound process runs on it.

@@ -303,10 +303,12 @@ _JOB = None  # (fn, items) while map_runs runs: the forked workers inherit it, n
 
 def workers(n_items: int | None = None) -> int:
     """How many processes :func:`map_runs` uses: ``BEFOREQKV_WORKERS`` if set, else one per
-    CPU core this process may use; 1 (run in this process) on a GPU, off Linux, inside a
-    worker, for a single item, or in a graded run (``BEFOREQKV_GRADING``, nbgrader's
-    ``NBGRADER_EXECUTION``): a grader's kernel never forks, so nothing of a fork reaches its
-    report."""
+    CPU core this process may use; 1 (run in this process) once this process uses CUDA
+    (:func:`_uses_cuda`: a forked child cannot), off Linux, inside a worker, for a single
+    item, or in a graded run (``BEFOREQKV_GRADING``, nbgrader's ``NBGRADER_EXECUTION``): a
+    grader's kernel never forks, so nothing of a fork reaches its report. On a GPU machine
+    the chapters' tiny runs stay on the CPU (:func:`beforeqkv.get_device`) and so still
+    spread over its cores."""
     env = os.environ.get("BEFOREQKV_WORKERS", "")
     if env:
         if not env.isdigit() or int(env) < 1:
@@ -316,9 +318,16 @@ def workers(n_items: int | None = None) -> int:
         n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     import multiprocessing as mp
     graded = os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0") or os.environ.get("NBGRADER_EXECUTION")
-    if not sys.platform.startswith("linux") or torch.cuda.is_available() or mp.current_process().daemon or graded:
+    if not sys.platform.startswith("linux") or _uses_cuda() or mp.current_process().daemon or graded:
         n = 1
     return max(1, min(n, n_items if n_items is not None else n))
+
+
+def _uses_cuda() -> bool:
+    """Whether this process has started CUDA, or is told to compute on it (``BEFOREQKV_DEVICE``):
+    CUDA does not survive a fork, so :func:`map_runs` then runs its items in this process."""
+    forced = os.environ.get("BEFOREQKV_DEVICE", "").lower().startswith("cuda")
+    return forced or (torch.cuda.is_available() and torch.cuda.is_initialized())
 
 
 def _import_before_fork() -> None:
@@ -336,6 +345,22 @@ def _run_one(i: int):
     return fn(items[i])
 
 
+def _quiet_worker() -> None:
+    """Start of each forked worker: nothing in it may touch the parent's Jupyter machinery.
+
+    Inside a kernel, ``sys.stdout``/``sys.stderr`` are ipykernel streams that send through
+    ZeroMQ sockets and threads of the parent; a fork copies the sockets but not the threads,
+    so a worker writing to them (a print, a warning, a tqdm widget) can block. The worker
+    writes to the process's own file descriptors instead (in a kernel they reach the
+    notebook too, through the kernel's capture of its output), and shows no progress bar.
+    """
+    os.environ["BEFOREQKV_PROGRESS"] = "0"
+    for name in ("stdout", "stderr"):
+        original = getattr(sys, f"__{name}__")
+        if getattr(sys, name) is not original:
+            setattr(sys, name, original if original is not None else open(os.devnull, "w"))
+
+
 def map_runs(fn: Callable, items, n_workers: int | None = None) -> list:
     """``[fn(x) for x in items]``, the independent runs spread over the CPU cores.
 
@@ -344,7 +369,10 @@ def map_runs(fn: Callable, items, n_workers: int | None = None) -> list:
     workers; only the wall time changes. The workers are forked (Linux): ``fn`` may be a
     lambda or a function defined in a notebook, and what it returns (models included) comes
     back pickled. Each worker keeps the thread count of this process (1 after ``setup()``).
-    On a GPU, off Linux or with one core this is the plain loop (:func:`workers`).
+    Safe inside a Jupyter kernel: a worker never writes to the kernel's streams
+    (:func:`_quiet_worker`), and a worker that dies (killed, out of memory) does not leave the
+    cell waiting: its runs are done again in this process, which says so.
+    Once CUDA is in use, off Linux or with one core this is the plain loop (:func:`workers`).
     """
     global _JOB
     if not callable(fn):
@@ -354,10 +382,21 @@ def map_runs(fn: Callable, items, n_workers: int | None = None) -> list:
     if n <= 1 or _JOB is not None:
         return [fn(x) for x in items]
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
     _import_before_fork()
     _JOB = (fn, items)
+    results = {}
     try:
-        with mp.get_context("fork").Pool(n) as pool:
-            return pool.map(_run_one, range(len(items)), chunksize=1)
+        # A process pool that notices a dead worker (multiprocessing.Pool waits for it forever).
+        with ProcessPoolExecutor(n, mp_context=mp.get_context("fork"), initializer=_quiet_worker) as pool:
+            futures = [pool.submit(_run_one, i) for i in range(len(items))]
+            try:
+                for i, future in enumerate(futures):
+                    results[i] = future.result()
+            except BrokenProcessPool:
+                print(f"map_runs: a worker process died; running the {len(items) - len(results)} runs "
+                      "it left in this process")
     finally:
         _JOB = None
+    return [results[i] if i in results else fn(x) for i, x in enumerate(items)]
