@@ -206,3 +206,9 @@ def test_the_scan_passes_every_instructor_answer_and_flags_the_package():
     flags = sandbox.scan("def f(x):\n    return attend(x, x, x)", {"attend"}, set())
     assert flags["package"] == ["line 2: uses `attend`"] and not flags["escape"]
     assert sandbox.scan("def f(x):\n    return x.__class__", set(), set())["escape"]
+
+
+def test_grading_leaves_the_environment_as_it_found_it(ch3, monkeypatch):
+    monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
+    _points(ch3[0], ch3[1], only={CHECK})
+    assert "BEFOREQKV_GRADING" not in __import__("os").environ

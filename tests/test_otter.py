@@ -164,7 +164,23 @@ def test_the_student_notebook_holds_no_solution_and_no_prediction_answer(built):
 def test_an_untouched_student_notebook_scores_zero_with_otter(built, tmp_path):
     score, possible, tests = _grade(built, built / "assignments" / "otter" / SMALL.name, tmp_path)
     assert possible == 5 and score == 0, tests
-    assert all("AssertionError" in t["output"] for t in tests), [t["output"][-300:] for t in tests]
+    assert all(("should return a tensor" in t["output"] or "write your prediction" in t["output"]) for t in tests), \
+        [t["output"][-300:] for t in tests]
+
+
+def test_a_cheating_notebook_scores_zero_with_otter(built, tmp_path):
+    """The untouched notebook plus lines that replace the grading functions and otter's own check:
+    the plugin scores with beforeqkv.sandbox, so none of it runs where the points are counted."""
+    nb = nbformat.read(built / "assignments" / "otter" / SMALL.name, as_version=4)
+    answer = next(c for c in nb.cells if "otter_answer_cell" in c.metadata.get("tags", []) and "def " in c.source)
+    answer.source += ("\nfrom beforeqkv.checks import grading, _core\ngrading.verify = lambda *a, **k: True\n"
+                      "_core.mode = lambda fn=None: 'lenient'\nimport otter\n"
+                      "otter.Notebook.check = lambda *a, **k: None\n")
+    cheat = tmp_path / "cheat"
+    cheat.mkdir()
+    nbformat.write(nb, cheat / SMALL.name)
+    score, possible, tests = _grade(built, cheat / SMALL.name, tmp_path)
+    assert possible == 5 and score == 0, tests
 
 
 def test_the_solution_notebook_scores_full_marks_with_otter(built, tmp_path):

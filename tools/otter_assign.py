@@ -123,8 +123,21 @@ def config(name: str, wheel: str | None) -> str:
              "  show_all_public: true",
              "solutions_pdf: false",
              "template_pdf: false"]
-    if wheel:
-        lines += ["autograder_files:", f"  - {wheel}"]
+    files = [f for f in (wheel, instructor_file(name)) if f]
+    lines += ["autograder_files:", *[f"  - {f}" for f in files]]
+    return "\n".join(lines)
+
+
+def instructor_file(name: str) -> str:
+    """The nbgrader source version the autograder grades with (in the zip, never given to students)."""
+    return f"{name}-instructor.json"  # not .ipynb: otter copies files/ beside the submission
+
+
+def plugin(name: str, questions: dict) -> str:
+    """The plugin entry of the ASSIGNMENT CONFIG: scores come from beforeqkv.sandbox, not otter's kernel."""
+    lines = ["plugins:", "  - beforeqkv.otter_plugin.SandboxGrading:",
+             f"      source: {instructor_file(name)}", "      questions:"]
+    lines += [f"        {q}: {gid}" for q, gid in questions.items()]
     return "\n".join(lines)
 
 
@@ -165,10 +178,11 @@ def add_data_to_setup(zip_path: Path, data: list[str]) -> None:
 
 def otter_source(source, name: str, chapter: int | None = None, wheel: str | None = None):
     """Otter's source format of an nbgrader source version (``assignments.source_version``)."""
+    assignment = name  # `name` is reused below for each question's name
     cells = [_raw(config(name, wheel))]
     heading_at = None  # where the latest exercise heading not yet in a question sits
     question = None  # the open question's BEGIN QUESTION cell
-    names = set()
+    names, questions = set(), {}
     for cell in source.cells:
         cell = copy.deepcopy(cell)
         nbg = cell.metadata.pop("nbgrader", {})
@@ -193,6 +207,7 @@ def otter_source(source, name: str, chapter: int | None = None, wheel: str | Non
         if kind == "open":
             q.append("manual: true")
         else:
+            questions[name] = nbg["grade_id"]
             cells += [_raw("# BEGIN TESTS"), nbformat.v4.new_code_cell(test_source(cell.source)),
                       _raw("# END TESTS")]
         question.source = "\n".join(["# BEGIN QUESTION", *q])
@@ -200,6 +215,7 @@ def otter_source(source, name: str, chapter: int | None = None, wheel: str | Non
         question = None
     if question is not None:
         raise ValueError("an answer cell without a graded cell after it")
+    cells[0].source += "\n" + plugin(assignment, questions)
     nb = copy.deepcopy(source)
     nb.cells = cells + [nbformat.v4.new_markdown_cell(HAND_IN)]
     for n, cell in enumerate(nb.cells):
@@ -217,6 +233,7 @@ def build(source, name: str, dist: Path, work: Path, wheel: Path | None = None, 
         shutil.copy(wheel, here / wheel.name)
     (here / "requirements.txt").write_text(requirements(wheel.name if wheel else None, torch_version))
     nbformat.write(otter_source(source, name, chapter, wheel.name if wheel else None), here / f"{name}.ipynb")
+    nbformat.write(source, here / instructor_file(name))
     subprocess.run([sys.executable, "-m", "otter", "assign", "--no-pdfs", f"{name}.ipynb", "out"],
                    cwd=here, check=True)
     out = here / "out"

@@ -150,9 +150,10 @@ graded here has torch and `beforeqkv`), builds the package's wheel (`make dist`)
 `otter assign` on every chapter. The exercises, solutions and points are the ones above.
 Each coding exercise and each prediction is an otter question whose test calls the book's
 checker through `beforeqkv.checks.grading.verify`, which loads its own copy of the
-checkers. Otter runs its tests in the student's own process, so a student who patches
-Python itself there can talk them round: where the points count, grade the submissions again
-with `python -m beforeqkv.grade` (above).
+checkers: that is the students' self-check. The autograder's points never come from it: the
+zip's plugin (`beforeqkv.otter_plugin`) gives otter's kernel an empty notebook and scores each
+question as `python -m beforeqkv.grade` does (above), from the instructor's version the zip
+carries, so no line of a submission runs where the points are counted.
 Each open question is a manually graded otter question.
 
 - **Students** get `dist/assignments/otter/NN_*.ipynb` with the folder `tests/` next to it

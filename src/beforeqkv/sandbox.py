@@ -410,9 +410,19 @@ def grade_notebook(source, submission, *, timeout: float = 600, allow_package: b
                    python: str | None = None, digest: str | None = None, only=None) -> list[dict]:
     """One row per graded cell of ``source`` (the instructor's notebook) for ``submission``:
     grade id, exercise, kind, points, score, status (the check's message), flags, dropped lines."""
-    python = python or sys.executable
-    digest = digest or package_digest()
-    os.environ["BEFOREQKV_GRADING"] = "1"
+    before = os.environ.get("BEFOREQKV_GRADING")
+    os.environ["BEFOREQKV_GRADING"] = "1"  # graded mode: a failed check raises, never shows an answer
+    try:
+        return _grade(source, submission, timeout, allow_package, python or sys.executable,
+                      digest or package_digest(), only)
+    finally:
+        if before is None:
+            os.environ.pop("BEFOREQKV_GRADING", None)
+        else:
+            os.environ["BEFOREQKV_GRADING"] = before
+
+
+def _grade(source, submission, timeout, allow_package, python, digest, only) -> list[dict]:
     rows, parent_ns = [], {}
     contexts: dict[str, dict] = {}
     for check in plan(source, submission):
