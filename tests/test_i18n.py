@@ -521,7 +521,7 @@ NAMES = set("""GPT BERT MiniLM SmolLM Llama RoFormer NeoX Sentence Meta Hugging 
     silu sigmoid logistic Adam SGD PyTorch torch Python Jupyter JupyterLab Colab Binder GitHub CUDA GPU CPU
     NVIDIA Apple Google Linux Docker Gradescope nbgrader otter grader PyPI Markdown JavaScript JSON SDPA
     FFN LLM GGUF BOS English PDF KiB MiB zip wheel bool True False sum sqrt diag sigma inf eps exp log max
-    min delta reshape logits transformers""".split())
+    min delta reshape logits transformers llama""".split())  # llama: llama.cpp
 
 
 def page_english_words(text: str) -> list[str]:

@@ -89,10 +89,6 @@ JUDGMENTS = {
             holds_with={"pp": {"params": 37680}, "heads2": {"params": 3936}, "ratio": 13, "cost": {}}),
     },
     "08": {
-        "doing much *worse* than a uniform guess": Backed(
-            "peek_prefix > 2 * ln16",
-            fails_with={"peek_prefix": 3.0, "ln16": math.log(16)},
-            holds_with={"peek_prefix": 6.175, "ln16": math.log(16)}),
         "near $u$ for large positive $u$, near 0 for large negative $u$": Exempt(
             "a limit of the formula GELU(u) = u Phi(u), not a measurement"),
         "sharpens towards the most likely characters": Exempt("a definition: highest probability"),
