@@ -146,9 +146,10 @@ def _reuse_freed_memory() -> bool:
     By default a block over 128 KB is mapped fresh from the operating system and returned
     when freed, so every step of a training run faults in new zeroed pages for its
     activations and gradients (120 to 320 page faults a step for chapter 2's attention read,
-    measured on the build machine; tests/test_init.py checks where the blocks come from). Serving them from the heap and trimming it only past 256 MB of
-    free space makes those steps 10-14 % faster (measured on a 2-core CPU); larger blocks,
-    like a real model's weights, are still mapped and returned. A no-op off glibc
+    measured on the build machine; tests/test_init.py checks where the blocks come from).
+    Serving them from the heap and trimming it only past 256 MB of free space makes those
+    steps 10-14 % faster (measured on a 2-core CPU); larger blocks, like a real model's
+    weights, are still mapped and returned. A no-op off glibc
     (macOS, Windows, musl).
     """
     if not sys.platform.startswith("linux"):
