@@ -212,3 +212,28 @@ def test_grading_leaves_the_environment_as_it_found_it(ch3, monkeypatch):
     monkeypatch.delenv("BEFOREQKV_GRADING", raising=False)
     _points(ch3[0], ch3[1], only={CHECK})
     assert "BEFOREQKV_GRADING" not in __import__("os").environ
+
+
+PREDICT, PREDICT_CHECK = "ex3_3_prediction", "ex3_3_check"  # ch3_depth_stack, a whole number
+
+
+@pytest.mark.parametrize("answer, participation, key", [
+    ("my_prediction = ...", 0, 0),             # unanswered, as released
+    ("my_prediction = 'a lot'", 0, 0),         # not a number: not an answer
+    ("my_prediction = 7", 1, 0),               # a number, not the instructor's
+    (None, 1, 1),                              # the instructor's own answer
+])
+def test_predictions_count_for_participation_unless_the_teacher_grades_them_by_the_key(
+        ch3, monkeypatch, answer, participation, key):
+    """The experiment shows the answer once run, so an answered prediction scores by default; with
+    predictions="key" the answer comes from the instructor's notebook: the package's hashed answers
+    (the reader's self-check) are emptied here and grading does not notice."""
+    import beforeqkv.checks._sealed as sealed
+    source, empty = ch3
+    monkeypatch.setattr(sealed, "SEALED", {})
+    sub = source if answer is None else _with(empty, PREDICT, answer, replace=True)
+    for mode, want in (("participation", participation), ("key", key)):
+        row = _points(source, sub, only={PREDICT_CHECK}, predictions=mode)[PREDICT_CHECK]
+        assert row["score"] == want * row["points"], (mode, row)
+    with pytest.raises(ValueError, match="predictions"):
+        sandbox.grade_notebook(source, sub, predictions="answers")

@@ -85,3 +85,24 @@ def test_binder_gets_a_light_environment():
     for heavy in ("jupyter-book", "sphinx", "nbmake", "pytest"):
         assert heavy not in req, f"Binder does not build the book: drop {heavy}"
     assert re.search(r"^\.\s*$|^beforeqkv", req, re.M), "Binder must install the book's package"
+
+
+def test_the_sdist_holds_the_package_and_no_tests(tmp_path):
+    """setuptools puts tests/test*.py into an sdist by default; ours are the book's (they need the
+    repository and state prediction answers), so MANIFEST.in prunes them."""
+    import shutil
+    import subprocess
+    import tarfile
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
+        shutil.copy(ROOT / name, tree / name)
+    shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(ROOT / "tests", tree / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    code = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "dist")], cwd=tree, capture_output=True,
+                         text=True, timeout=300, check=True).stdout.strip().splitlines()[-1]
+    with tarfile.open(tmp_path / "dist" / out) as t:
+        names = t.getnames()
+    assert any(n.endswith("src/beforeqkv/checks/_sealed.py") for n in names), names[:20]
+    assert not [n for n in names if "/tests/" in n or n.endswith("/tests")], [n for n in names if "tests" in n]

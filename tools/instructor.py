@@ -92,6 +92,9 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplemented
 # throwaway process and computes the points from the data it returns (see beforeqkv.sandbox).
 # A check cell gets an error output when its check fails: nbgrader then gives it 0 points.
 ALLOW_PACKAGE = False  # True: an answer that calls the package's own implementation still scores
+# The experiment below a prediction shows its answer once run: "participation" scores any answer in
+# the question's form; "key" scores the answer in the source version (the instructor's notebook).
+PREDICTIONS = "participation"
 
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor  # noqa: E402
@@ -119,7 +122,8 @@ class SandboxedChecks(Preprocessor):
             path = os.path.join(tmp, info["notebook"] + ".ipynb")
             nbformat.write(nb, path)
             run = subprocess.run([python, "-m", "beforeqkv.grade", path, "--source", source, "--json"]
-                                 + (["--allow-package"] if ALLOW_PACKAGE else []),
+                                 + (["--allow-package"] if ALLOW_PACKAGE else [])
+                                 + ["--predictions", PREDICTIONS],
                                  capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if run.returncode != 0:
             raise RuntimeError("beforeqkv.grade failed: " + run.stderr[-3000:])

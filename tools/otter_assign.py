@@ -136,7 +136,9 @@ def instructor_file(name: str) -> str:
 def plugin(name: str, questions: dict) -> str:
     """The plugin entry of the ASSIGNMENT CONFIG: scores come from beforeqkv.sandbox, not otter's kernel."""
     lines = ["plugins:", "  - beforeqkv.otter_plugin.SandboxGrading:",
-             f"      source: {instructor_file(name)}", "      questions:"]
+             f"      source: {instructor_file(name)}",
+             "      predictions: participation  # or key: the answer in the instructor's version",
+             "      questions:"]
     lines += [f"        {q}: {gid}" for q, gid in questions.items()]
     return "\n".join(lines)
 

@@ -7,8 +7,9 @@ The instructor's key (``instructor/answers.json``: question -> answer, explanati
 explanation_zh_CN for the Chinese edition) is
 not shipped with the package. For each question the package gets only a slow salted
 hash of the answer's canonical form and the explanation encrypted under it (see
-``beforeqkv.checks._seal``), so a right answer is recognised and explained, and no
-answer can be read from the wheel, a student's notebook or the site.
+``beforeqkv.checks._seal``), so a right answer is recognised and explained and no answer
+is in plain sight in the wheel, a student's notebook or the site. It is not a secret (a
+few choices are tried in seconds): graded homework does not rely on it.
 """
 from __future__ import annotations
 

@@ -41,10 +41,20 @@ no GPU and no internet after installation, and ends with exercises of three kind
   right value rounded too coarsely gets a hint about the rounding), and explains the
   result once it is right. A wrong prediction is told so with a
   hint, never with the answer, so the student can think again; the experiment that follows
-  measures the answer. The package does not hold the answers: it stores a salted hash of
-  each and the explanation encrypted under it, so neither `checks??`, the installed package,
-  a student's notebook nor this site shows one (tested). The answers are in the
-  instructor's bundle (`make instructor`).
+  measures the answer. For that self-check the package stores a salted hash of each answer
+  and the explanation encrypted under it, so no answer is in plain sight before the student
+  predicts (not in `checks??`, a notebook or this site; tested). The hash is not a secret:
+  most questions have two to four choices and the numeric ones are small, so a program that
+  tries every answer against the installed package finds them all in seconds, and the
+  experiment below each question shows its answer once run. **In graded homework
+  predictions therefore count for participation by default**: an answer in the question's
+  form (one of its choices, or a number) scores the point. A teacher who wants them graded
+  by their answer switches the graders to the key (`--predictions key` below,
+  `PREDICTIONS = "key"` in `nbgrader_config.py`, `predictions: key` in otter's
+  plugin config); the answer then comes from the instructor's version of the notebook
+  (`dist/instructor/source/`), never from the package. The answers and their explanations
+  are in the instructor's bundle (`make instructor`); neither the wheel, the sdist nor a
+  public page holds them (tested).
 - **Open**: a question answered in prose, graded by hand with the rubric below.
 
 In a student's notebook a check never stops *Run All*: an unanswered prediction or an
@@ -109,7 +119,9 @@ process sends back data alone (the outputs on the checker's inputs); the checker
 with the reference in the grading process, which hashes the package's files around every run.
 An answer cell that calls the package's own code, or reaches around Python (`eval`, `sys`,
 frames, imports other than torch, numpy and the standard maths), is flagged in the table and
-scores 0 for that exercise (`--allow-package` scores a call of the package). It prints a
+scores 0 for that exercise (`--allow-package` scores a call of the package). A prediction
+scores when it is answered in its question's form (`--predictions key`: when it is the answer
+in the instructor's version). It prints a
 table: one row per check with its points, plus the open questions to grade by hand.
 
 ## Grading with nbgrader

@@ -1,7 +1,7 @@
 """Grade homework notebooks without nbgrader: every check scored where the student's code never runs.
 
     python -m beforeqkv.grade SUBMISSION.ipynb [MORE.ipynb ...] [--source DIR_OR_FILE] [--timeout 600]
-                              [--allow-package] [--json]
+                              [--allow-package] [--predictions participation|key] [--json]
 
 The instructor's version (``--source``: a notebook, or a folder holding one of the same name; by
 default ``dist/instructor/source/``, written by ``make assignments``) says what is graded: its check
@@ -14,6 +14,9 @@ comparison and the points are computed in this process. Patching the checkers, t
 Python's import machinery, writing files, exiting the process or installing exception hooks in an
 answer cell therefore changes no other exercise's score and no other submission's. An answer that
 calls the package's own implementation is flagged and scores 0 (``--allow-package`` scores it).
+A prediction scores when it is answered in its question's form (``--predictions participation``, the
+default: the experiment below the question shows the answer once run); ``--predictions key`` compares
+it with the answer in the instructor's version.
 Open questions are listed for grading by hand (0 points until a person grades them).
 """
 from __future__ import annotations
@@ -56,7 +59,7 @@ def source_for(submission: Path, source: Path | None = None) -> Path:
 
 
 def grade(path: Path, source: Path | None = None, timeout: float = 600, allow_package: bool = False,
-          python: str | None = None) -> list[dict]:
+          python: str | None = None, predictions: str = "participation") -> list[dict]:
     """One row per graded cell (exercise, kind, points, score, status) of the submission ``path``.
 
     Checks are scored by :mod:`beforeqkv.sandbox`: the student's definitions run in a throwaway
@@ -66,7 +69,7 @@ def grade(path: Path, source: Path | None = None, timeout: float = 600, allow_pa
     src = nbformat.read(source_for(path, source), as_version=4)
     sub = nbformat.read(path, as_version=4)
     checked = {r["id"]: r for r in sandbox.grade_notebook(src, sub, timeout=timeout, allow_package=allow_package,
-                                                           python=python)}
+                                                           python=python, predictions=predictions)}
     given = {c.metadata["nbgrader"]["grade_id"]: c.source for c in sub.cells
              if c.metadata.get("nbgrader", {}).get("grade_id") and c.metadata["nbgrader"].get("solution")}
     rows = []
@@ -101,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the instructor's notebook, or its folder (default: dist/instructor/source)")
     parser.add_argument("--allow-package", action="store_true",
                         help="score answers that call the package's own implementation (flagged either way)")
+    parser.add_argument("--predictions", choices=("participation", "key"), default="participation",
+                        help="participation (default): a prediction scores when answered in its question's form; "
+                             "key: when it is the answer in the instructor's version")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON (one list per notebook)")
     args = parser.parse_args(argv)
     for path in args.notebooks:
@@ -111,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         except FileNotFoundError as err:
             parser.error(str(err))
     for path in args.notebooks:
-        rows = grade(path, args.source, args.timeout, args.allow_package)
+        rows = grade(path, args.source, args.timeout, args.allow_package, predictions=args.predictions)
         if args.json:
             print(json.dumps({"notebook": str(path), "rows": rows}))
         else:

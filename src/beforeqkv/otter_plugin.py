@@ -6,7 +6,8 @@ so a submission that patches Python there can talk otter's own tests round. The 
 
     plugins:
       - beforeqkv.otter_plugin.SandboxGrading:
-          source: 03_red_connections-instructor.ipynb   # in the zip's files/
+          source: 03_red_connections-instructor.json    # in the zip's files/
+          predictions: participation                    # or key (see beforeqkv.sandbox)
           questions: {ex3_1: ex3_1_check, ...}            # otter question -> grade id
 
 * ``before_execution`` hands otter an empty notebook: no line of the submission runs in otter's
@@ -78,7 +79,8 @@ class SandboxGrading(AbstractOtterPlugin):
         os.environ.setdefault("BEFOREQKV_PROGRESS", "0")
         rows = {} if submission is None else {r["id"]: r for r in sandbox.grade_notebook(
             source, submission, timeout=float(config.get("timeout", 600)),
-            allow_package=bool(config.get("allow_package", False)))}
+            allow_package=bool(config.get("allow_package", False)),
+            predictions=config.get("predictions", "participation"))}
         for question, grade_id in config.get("questions", {}).items():
             test = results.results.get(question)
             if test is None:

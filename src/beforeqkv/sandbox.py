@@ -23,6 +23,10 @@ For every graded check cell of a homework notebook:
    a name the notebook imported from it that the instructor's own answer does not use) or reaches
    around the language (``__import__``, ``eval``, ``getattr``, frames, ``sys``, dunder attributes ...)
    is flagged in the report and scores 0 for that exercise unless ``allow_package`` is set.
+5. **Predictions for participation.** The experiment below a predict-then-run question shows its
+   answer once run, so by default a prediction scores when it is an answer in the question's form;
+   ``predictions="key"`` compares it with the answer in the instructor's version of the notebook.
+   Neither reads the package's hashed answers (the reader's self-check, not a secret).
 
 Used by ``python -m beforeqkv.grade``, and by nbgrader's autograde through the preprocessor in the
 ``nbgrader_config.py`` that ``make assignments`` writes.
@@ -44,7 +48,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Check", "plan", "grade_notebook", "scan", "package_digest", "PackageChanged"]
+__all__ = ["Check", "plan", "grade_notebook", "scan", "package_digest", "PackageChanged", "PREDICTIONS"]
 
 PACKAGE = Path(__file__).resolve().parent
 HIDDEN = re.compile(r"^### BEGIN HIDDEN TESTS\n(.*?)^### END HIDDEN TESTS", re.S | re.M)
@@ -128,6 +132,8 @@ class Check:
     context: str = ""  # the notebook's statements the answer and the arguments need
     parent_context: str = ""  # the notebook's statements the non-student arguments need
     flags: dict = field(default_factory=lambda: {"package": [], "escape": []})  # see scan()
+    prediction: bool = False  # a predict-then-run question (see grade_notebook's ``predictions``)
+    expected: object = None  # a prediction's answer in the instructor's version (a Python literal)
 
 
 def _calls(test_source: str) -> list:
@@ -235,6 +241,17 @@ def scan(answer: str, package_names: set[str] = frozenset(), allowed: set[str] =
     return {k: list(dict.fromkeys(v)) for k, v in found.items()}
 
 
+def _assigned(source: str):
+    """The value a prediction's answer cell assigns (the instructor's answer), else None."""
+    for node in _statements(source):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                return None
+    return None
+
+
 def plan(source, submission) -> list[Check]:
     """The graded check cells of the instructor's notebook ``source``, each with the submission's
     definitions for its exercise and the notebook statements they need."""
@@ -267,6 +284,9 @@ def plan(source, submission) -> list[Check]:
         if aid is not None:
             prediction = aid.endswith("_prediction")
             check.student, check.student_names, check.dropped = _definitions(answers.get(aid, ""), prediction)
+            check.prediction = prediction
+            if prediction:
+                check.expected = _assigned(keys[aid])
             own = {n for node in _statements(keys[aid]) for n in _bound(node)}
             allowed = {n.id for n in ast.walk(ast.parse(_code(keys[aid]))) if isinstance(n, ast.Name)} & package
             if not prediction:
@@ -406,15 +426,44 @@ def _verdict(check: Check, data: dict, parent_ns: dict) -> tuple[bool, str]:
     return True, " ".join(m.splitlines()[0] for m in messages if m)[:200]
 
 
+def _prediction_verdict(check: Check, data: dict, predictions: str) -> tuple[bool, str]:
+    """A prediction's verdict from the student's value alone: ``participation`` (any answer in the
+    question's form) or ``key`` (the instructor's answer, from the instructor's notebook; never the
+    package's hash)."""
+    from beforeqkv.checks import _core, _record
+    for (name, args), got in zip(check.calls, data["calls"]):
+        if name != "check_prediction" or len(args) != 2:
+            continue
+        if got.get("error"):
+            return False, got["error"]
+        shown = got["args"][1] if len(got["args"]) > 1 else ("x", "missing")
+        value = None if shown[0] == "x" else _record.decode(shown)
+        if predictions == "key" and check.expected is None:
+            return False, "the instructor's version has no answer for this prediction: grade it by hand"
+        return _core.grade_prediction(ast.literal_eval(args[0]), value,
+                                      check.expected if predictions == "key" else None)
+    return False, "no prediction check in this cell: grade it by hand"
+
+
+PREDICTIONS = ("participation", "key")
+
+
 def grade_notebook(source, submission, *, timeout: float = 600, allow_package: bool = False,
-                   python: str | None = None, digest: str | None = None, only=None) -> list[dict]:
+                   python: str | None = None, digest: str | None = None, only=None,
+                   predictions: str = "participation") -> list[dict]:
     """One row per graded cell of ``source`` (the instructor's notebook) for ``submission``:
-    grade id, exercise, kind, points, score, status (the check's message), flags, dropped lines."""
+    grade id, exercise, kind, points, score, status (the check's message), flags, dropped lines.
+
+    ``predictions``: ``"participation"`` (default) scores a prediction answered in its question's
+    form, since the experiment below the question shows the answer once run; ``"key"`` scores it
+    against the answer in the instructor's version of the notebook (``source``)."""
+    if predictions not in PREDICTIONS:
+        raise ValueError(f"predictions must be one of {PREDICTIONS}, got {predictions!r}")
     before = os.environ.get("BEFOREQKV_GRADING")
     os.environ["BEFOREQKV_GRADING"] = "1"  # graded mode: a failed check raises, never shows an answer
     try:
         return _grade(source, submission, timeout, allow_package, python or sys.executable,
-                      digest or package_digest(), only)
+                      digest or package_digest(), only, predictions)
     finally:
         if before is None:
             os.environ.pop("BEFOREQKV_GRADING", None)
@@ -422,7 +471,7 @@ def grade_notebook(source, submission, *, timeout: float = 600, allow_package: b
             os.environ["BEFOREQKV_GRADING"] = before
 
 
-def _grade(source, submission, timeout, allow_package, python, digest, only) -> list[dict]:
+def _grade(source, submission, timeout, allow_package, python, digest, only, predictions) -> list[dict]:
     rows, parent_ns = [], {}
     contexts: dict[str, dict] = {}
     for check in plan(source, submission):
@@ -451,7 +500,8 @@ def _grade(source, submission, timeout, allow_package, python, digest, only) -> 
         if data is None:
             row["status"] = problem
         else:
-            ok, message = _verdict(check, data, parent_ns)
+            ok, message = (_prediction_verdict(check, data, predictions) if check.prediction
+                           else _verdict(check, data, parent_ns))
             row["score"] = check.points if ok else 0
             row["status"] = "passed" if ok else (message.splitlines() or ["failed"])[0][:160]
             row["message"] = message

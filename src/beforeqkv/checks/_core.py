@@ -340,7 +340,8 @@ def register_question(key: str, *, choices: Iterable | None = None, digits: int 
     hint: shown after a wrong answer, marked with
     ``N_`` so that it is shown in the reader's language. The answer and the explanation shown after a
     right answer live in the instructor's key (``instructor/answers.json``, not shipped)
-    and reach the package only sealed (``_sealed.py``, ``tools/seal.py``; see ``_seal``).
+    and reach the package only hashed (``_sealed.py``, ``tools/seal.py``; see ``_seal``:
+    out of plain sight, not a secret).
     hint: shown after a wrong answer (it must not give the answer away).
     reveals: the names of the glued values that give the answer away; the chapter may
     glue them or quote them in its prose only after the cell that checks the prediction
@@ -472,6 +473,36 @@ def is_right(key: str, prediction) -> bool:
     return _right_canon(key, QUESTIONS[key], prediction) is not None
 
 
+def grade_prediction(key: str, prediction, expected=None) -> tuple[bool, str]:
+    """A graded run's verdict on a prediction, without the package's hash (prints nothing).
+
+    ``expected=None`` (participation, the graders' default): right when ``prediction`` is an
+    answer in the question's form (one of its choices, or a number), since the experiment below
+    the question shows its answer once run. Otherwise ``expected`` is the instructor's answer
+    (from the instructor's version of the notebook) and the prediction must be it, within the
+    question's tolerance.
+    """
+    if key not in QUESTIONS:
+        raise _unknown(key)
+    q = QUESTIONS[key]
+    if prediction is None or prediction is Ellipsis:
+        return False, "unanswered"
+    canon = canonical(prediction, q["choices"], q["digits"])
+    if canon is None:
+        wanted = "one of " + ", ".join(repr(c) for c in q["choices"]) if q["choices"] is not None else "a number"
+        return False, f"not an answer: {prediction!r} is not {wanted}"
+    if expected is None:
+        return True, "answered (predictions count for participation)"
+    right = canonical(expected, q["choices"], q["digits"])
+    if right is None:
+        raise ValueError(f"{key}: the instructor's answer {expected!r} is not in the question's form")
+    if q["choices"] is not None:
+        ok = canon == right
+    else:
+        ok = right in _grid(_number(prediction), q["digits"], _tolerance(q))
+    return ok, "right" if ok else "not the instructor's answer"
+
+
 def explain(key: str) -> None:
     """Print again the explanation of a question answered right in this session.
 
@@ -483,8 +514,8 @@ def explain(key: str) -> None:
     if key in _EXPLAINED:
         print(f"{key}: {_EXPLAINED[key]}")
     else:
-        print(_("{key}: answer it first with checks.check_prediction({quoted}, ...). The answer is not stored "
-                "in the package: the experiment that follows the question measures it, and a right answer "
+        print(_("{key}: answer it first with checks.check_prediction({quoted}, ...). The package does not "
+                "print answers: the experiment that follows the question measures it, and a right answer "
                 "shows the explanation.").format(key=key, quoted=repr(key)))
 
 

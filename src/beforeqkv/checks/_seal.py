@@ -1,4 +1,4 @@
-"""Prediction answers, sealed: the package can tell a right answer but cannot print one.
+"""Prediction answers, hashed: the self-check tells a right answer without printing one.
 
 Every predict-then-run question is stored as two strings (``_sealed.py``, written by
 ``tools/seal.py`` from the instructor's answer key, which the package does not ship):
@@ -7,12 +7,15 @@ Every predict-then-run question is stored as two strings (``_sealed.py``, writte
 * ``box``: the explanation shown after a right answer, encrypted with a key derived from
   the same canonical answer (a SHA-256 keystream; only a right answer opens it).
 
-So ``checks??``, the wheel and the site hold no answer: a prediction is confirmed by
-recomputing the hash of what the reader wrote. Choice questions have two to four options
-and the check says right or wrong, so they can be guessed by trying, as on paper; a
-numeric answer could be searched for by a determined student (each try costs a slow
-hash). The canonical form is what makes natural answers equal (``1``, ``"1"``, ``1.0``;
-case and spacing): see :func:`canonical`.
+So ``checks??``, the wheel and the site show no answer in plain sight: a prediction is
+confirmed by recomputing the hash of what the reader wrote. That keeps the answer out of the
+reader's way before they predict; it is not a secret. Most questions have two to four
+choices and the numeric answers are small whole numbers or short decimals, so a program that
+tries them all against the installed package recovers every answer in seconds, and the
+experiment below each question shows its answer once run. Graded homework therefore never
+relies on these hashes (``beforeqkv.sandbox``: predictions count for participation, or are
+compared with the instructor's version of the notebook). The canonical form is what makes
+natural answers equal (``1``, ``"1"``, ``1.0``; case and spacing): see :func:`canonical`.
 """
 from __future__ import annotations
 
