@@ -121,10 +121,11 @@ def test_setup_lets_freed_memory_be_reused_instead_of_faulting_in_fresh_pages():
         if out == ["none"]:
             pytest.skip("this C library has no mallinfo2 (glibc < 2.33)")
         runs[how] = dict(zip(("mapped", "heap", "heap_after_free"), map(int, out)))
-    # by default: mapped from the OS, not the heap; after setup: from the heap, kept once freed
-    assert runs["default"]["mapped"] >= 48 and runs["default"]["heap"] < 48, runs
-    assert runs["setup"]["mapped"] < 48 and runs["setup"]["heap"] >= 48, runs
-    assert runs["setup"]["heap_after_free"] >= 48, runs
+    # by default: mapped from the OS, not the heap; after setup: from the heap, kept once freed.
+    # Half the block as the line: the heap may already hold some free space at its top (seen: 47).
+    assert runs["default"]["mapped"] >= 48 and runs["default"]["heap"] < 24, runs
+    assert runs["setup"]["mapped"] < 24 and runs["setup"]["heap"] >= 24, runs
+    assert runs["setup"]["heap_after_free"] >= 24, runs
 
 
 def test_glue_returns_the_value_and_rejects_empty_names(capsys):
