@@ -498,6 +498,65 @@ def test_nbgrader_validate_reports_a_wrong_answer(nbgrader_course, released, tmp
     assert "VALIDATION FAILED" in report and "not implemented yet" in report, report[-2000:]
 
 
+def test_the_guides_nbgrader_steps_work_as_written(released, tmp_path):
+    """The teachers' guide, followed with nbgrader's own commands and the shipped config (its
+    exchange moved into a temporary folder): generate_assignment gives exactly the students'
+    notebook of dist/assignments (predictions `my_x = ...`), release_assignment, the student's
+    fetch_assignment and submit, collect, autograde. The time of each step is printed."""
+    import getpass
+    import shutil
+    import subprocess
+    import time
+    venv = os.environ.get("NBGRADER_VENV")
+    if not venv:
+        pytest.skip("set NBGRADER_VENV (make test-homework does)")
+    source, release = released[SMALL.name]
+    course, student, exchange = tmp_path / "course", tmp_path / "student", tmp_path / "exchange"
+    for folder in (course / "source" / "ch03", student, exchange):
+        folder.mkdir(parents=True)
+    exchange.chmod(0o777)
+    nbformat.write(source, course / "source" / "ch03" / SMALL.name)
+    keys = Path(os.environ.get("BEFOREQKV_INSTRUCTOR", ROOT / "dist" / "instructor"))
+    shutil.copy(keys / "nbgrader_config.py", course / "nbgrader_config.py")
+    nbgrader = str(Path(venv).resolve() / "bin" / "nbgrader")
+    env = _nbgrader_env(venv)
+    times = {}
+
+    def step(where, *args):
+        start = time.perf_counter()
+        run = subprocess.run([nbgrader, *args, f"--Exchange.root={exchange}"], cwd=where, env=env,
+                             capture_output=True, text=True, timeout=900)
+        times[args[0]] = time.perf_counter() - start
+        assert run.returncode == 0, (args, run.stdout[-2000:] + run.stderr[-3000:])
+        return run.stdout + run.stderr
+
+    step(course, "generate_assignment", "ch03")
+    generated = nbformat.read(course / "release" / "ch03" / SMALL.name, as_version=4)
+    assert [c.source for c in generated.cells] == [c.source for c in release.cells]
+    assert any(re.fullmatch(r"my_\w+ = \.\.\..*", c.source) for c in generated.cells)
+    step(course, "release_assignment", "ch03")
+    step(student, "fetch_assignment", "ch03", "--course", "before-qkv")
+    fetched = student / "ch03" / SMALL.name
+    nb = nbformat.read(fetched, as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in nb.cells:  # a student who answers everything as the instructor did
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid]
+    nbformat.write(nb, fetched)
+    step(student, "submit", "ch03", "--course", "before-qkv")
+    step(course, "collect", "ch03")
+    me = getpass.getuser()
+    assert (course / "submitted" / me / "ch03" / SMALL.name).is_file()
+    step(course, "autograde", "ch03", "--create")
+    out = subprocess.run([str(Path(venv).resolve() / "bin" / "python"), "-c", NBGRADER_SCORES,
+                          str(course / "gradebook.db"), me], capture_output=True, text=True, check=True).stdout
+    got, best = (float(x) for x in out.split()[1:])
+    print("nbgrader, chapter 3, seconds per step:", {k: round(v, 1) for k, v in times.items()})
+    assert got == best > 0, out
+
+
 def test_no_student_file_holds_an_answer_of_the_key():
     """The students' notebooks, the reader notebooks and the students' site: no prediction
     answer line, no explanation, no "right." output of a check."""

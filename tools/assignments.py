@@ -157,6 +157,12 @@ def source_version(nb, values: dict | None = None, bib: dict | None = None,
             answer = nbformat.v4.new_code_cell(cell.source[:end].rstrip("\n"))
             test = nbformat.v4.new_code_cell(with_hidden_tests(cell.source[end:].strip("\n")))
             _nbgrader(answer, f"{gid}_prediction", solution=True, grade=False)
+            # what the student gets: a value, `name = ...`, which never raises (nbgrader's own
+            # stub would be `raise NotImplementedError()`); the shipped nbgrader_config.py's
+            # PredictionStubs writes it in generate_assignment, release_version below does too
+            answer.metadata["homework"] = {
+                "kind": "prediction",
+                "stub": f"{prediction_name(answer.source)} = ...  # {export_reader.w('your answer')}"}
             _nbgrader(test, f"{gid}_check", solution=False, grade=True, points=POINTS["prediction"], locked=True)
             test.metadata["homework"] = {"kind": "prediction", "exercise": number or key}
             cells += [answer, test]
@@ -189,15 +195,15 @@ def release_version(source):
     from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput,
                                         ClearSolutions, ComputeChecksums, LockCells)
     nb = copy.deepcopy(source)
-    predictions = {i: name for i, cell in enumerate(nb.cells)
-                   if cell.cell_type == "code" and (name := prediction_name(cell.source))}
     resources = {}
     steps = [LockCells(), ClearSolutions(enforce_metadata=False), ClearOutput(), CheckCellMetadata(),
              ComputeChecksums(), ClearHiddenTests(), ClearMarkScheme()]
     for step in steps:
         nb, resources = step.preprocess(nb, resources)
-    for i, name in predictions.items():  # a prediction is a value: `name = ...`, which never raises
-        nb.cells[i].source = f"{name} = ...  # {export_reader.w('your answer')}"
+    for cell in nb.cells:  # a prediction is a value: `name = ...`, which never raises
+        stub = cell.metadata.get("homework", {}).get("stub")
+        if stub and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = stub
     nb, resources = ComputeChecksums().preprocess(nb, resources)
     return CheckCellMetadata().preprocess(nb, resources)[0]
 

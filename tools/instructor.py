@@ -86,6 +86,9 @@ c.CourseDirectory.course_id = "before-qkv"
 c.ExecutePreprocessor.timeout = 600      # seconds per cell (nbgrader's default is 30)
 c.ExecutePreprocessor.kernel_name = "python3"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+# Where release_assignment puts the notebooks and students' submit puts them back (nbgrader's
+# default). It must exist and be writable by everyone: sudo mkdir -p it; sudo chmod 777 it.
+c.Exchange.root = "/srv/nbgrader/exchange"
 
 # Autograde never runs a submission in a kernel: the step below scores every check with
 # `python -m beforeqkv.grade` (the kernel's Python), which runs each exercise's definitions in a
@@ -143,6 +146,27 @@ class SandboxedChecks(Preprocessor):
                                                        traceback=[text])]
         return nb, resources
 
+
+# generate_assignment: a prediction's answer cell becomes the value `my_x = ...` its cell's
+# metadata holds (nbgrader's own stub, `raise NotImplementedError()`, would stop Run All).
+class PredictionStubs(Preprocessor):
+    def __call__(self, nb, resources):  # always on (a Preprocessor is off unless enabled)
+        return self.preprocess(nb, resources)
+
+
+    def preprocess_cell(self, cell, resources, index):
+        stub = cell.metadata.get("homework", {}).get("stub")
+        if stub and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = stub
+        return cell, resources
+
+
+from nbgrader.converters import GenerateAssignment  # noqa: E402
+from nbgrader.preprocessors import ClearSolutions  # noqa: E402
+
+_steps = list(GenerateAssignment.class_traits()["preprocessors"].default())  # nbgrader's own list
+c.GenerateAssignment.preprocessors = _steps[:_steps.index(ClearSolutions) + 1] + [PredictionStubs] \
+    + _steps[_steps.index(ClearSolutions) + 1:]
 
 c.Autograde.autograde_preprocessors = [SandboxedChecks, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

@@ -53,7 +53,8 @@ __all__ = ["Check", "plan", "grade_notebook", "scan", "package_digest", "Package
 PACKAGE = Path(__file__).resolve().parent
 HIDDEN = re.compile(r"^### BEGIN HIDDEN TESTS\n(.*?)^### END HIDDEN TESTS", re.S | re.M)
 ALLOWED_MODULES = {"torch", "math", "numpy", "functools", "itertools", "collections", "typing", "dataclasses",
-                   "string", "re", "einops", "operator", "statistics", "fractions", "decimal", "random"}
+                   "string", "re", "einops", "operator", "statistics", "fractions", "decimal", "random",
+                   "warnings"}
 FORBIDDEN_NAMES = {"__import__", "eval", "exec", "compile", "globals", "locals", "vars", "getattr", "setattr",
                    "delattr", "open", "breakpoint", "input", "__builtins__", "help", "exit", "quit", "get_ipython"}
 PACKAGE_NAMES = {"beforeqkv", "checks", "grading"}
