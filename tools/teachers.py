@@ -128,7 +128,11 @@ table: one row per check with its points, plus the open questions to grade by ha
 
 Copy a chapter's `dist/instructor/source/NN_*.ipynb` into your course's
 `source/<assignment>/` and `dist/instructor/nbgrader_config.py` into the course directory,
-then use nbgrader as usual (`generate_assignment`, `collect`, `autograde`, `formgrade`).
+then follow nbgrader's own steps: `generate_assignment ch03`, `release_assignment ch03`
+(into the exchange the config names, `/srv/nbgrader/exchange`: create it, writable by all), the
+students' `fetch_assignment ch03 --course before-qkv` and `submit ch03 --course before-qkv`,
+then `collect ch03`, `autograde ch03 --create` and `formgrade` (`tests/test_homework.py`
+follows these steps on chapter 3; each took 2 to 12 s on the machine that built this page).
 Two settings matter, and the config file sets both:
 
 - **The kernel.** nbgrader runs the notebooks with the kernel named `python3` of its own
@@ -143,9 +147,9 @@ Two settings matter, and the config file sets both:
 with `python -m beforeqkv.grade` (above), run with the `python3` kernel's Python, and marks a
 check cell whose check failed with an error, which nbgrader scores 0. nbgrader's *Validate*
 runs the checks in graded mode (it sets `NBGRADER_EXECUTION`), so it reports a wrong or
-missing answer as a failed cell. Release the notebooks from `dist/assignments/` rather than
-with `generate_assignment`: ours turn a prediction into `my_prediction = ...` (nbgrader's own
-would put `raise NotImplementedError()` there, which stops *Run All*). Tested on chapter 3
+missing answer as a failed cell. `generate_assignment` gives the students exactly the
+notebooks of `dist/assignments/`: the config adds a step that turns a prediction into
+`my_prediction = ...` (nbgrader's own stub, `raise NotImplementedError()`, would stop *Run All*). Tested on chapter 3
 with nbgrader 0.9.6: `autograde` scores the untouched release 0, the instructor's answers full
 marks, and a release whose answer cell replaces the grading functions 0.
 
