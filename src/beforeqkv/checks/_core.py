@@ -486,7 +486,7 @@ def grade_prediction(key: str, prediction, expected=None) -> tuple[bool, str]:
         raise _unknown(key)
     q = QUESTIONS[key]
     if prediction is None or prediction is Ellipsis:
-        return False, "unanswered"
+        return False, "unanswered: write your prediction first (replace the `...`)"
     canon = canonical(prediction, q["choices"], q["digits"])
     if canon is None:
         wanted = "one of " + ", ".join(repr(c) for c in q["choices"]) if q["choices"] is not None else "a number"
