@@ -153,7 +153,6 @@ class PredictionStubs(Preprocessor):
     def __call__(self, nb, resources):  # always on (a Preprocessor is off unless enabled)
         return self.preprocess(nb, resources)
 
-
     def preprocess_cell(self, cell, resources, index):
         stub = cell.metadata.get("homework", {}).get("stub")
         if stub and cell.metadata.get("nbgrader", {}).get("solution"):
@@ -165,8 +164,8 @@ from nbgrader.converters import GenerateAssignment  # noqa: E402
 from nbgrader.preprocessors import ClearSolutions  # noqa: E402
 
 _steps = list(GenerateAssignment.class_traits()["preprocessors"].default())  # nbgrader's own list
-c.GenerateAssignment.preprocessors = _steps[:_steps.index(ClearSolutions) + 1] + [PredictionStubs] \
-    + _steps[_steps.index(ClearSolutions) + 1:]
+_after = _steps.index(ClearSolutions) + 1
+c.GenerateAssignment.preprocessors = _steps[:_after] + [PredictionStubs] + _steps[_after:]
 
 c.Autograde.autograde_preprocessors = [SandboxedChecks, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

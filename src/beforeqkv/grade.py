@@ -28,6 +28,8 @@ from pathlib import Path
 
 import nbformat
 
+from .sandbox import PREDICTIONS
+
 UNANSWERED = ("YOUR ANSWER HERE", "")
 
 
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the instructor's notebook, or its folder (default: dist/instructor/source)")
     parser.add_argument("--allow-package", action="store_true",
                         help="score answers that call the package's own implementation (flagged either way)")
-    parser.add_argument("--predictions", choices=("participation", "key"), default="participation",
+    parser.add_argument("--predictions", choices=PREDICTIONS, default="participation",
                         help="participation (default): a prediction scores when answered in its question's form; "
                              "key: when it is the answer in the instructor's version")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON (one list per notebook)")
