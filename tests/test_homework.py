@@ -183,18 +183,74 @@ def test_teachers_page_is_generated_from_the_notebooks():
 
 
 TOTALS = re.compile(r"(\d+) points checked automatically \+ (\d+) graded by hand")
+ROW = re.compile(r"^\| (\S+) \| .*? \| ([a-z +]+) \| (\d+) \+ (\d+) \| ", re.M)
+
+
+def _nbgrader_split(source) -> dict:
+    """{exercise: [automatic, by hand]} as nbgrader reads a source version's cells: a graded
+    cell that is not a solution is an autograder test; a graded solution cell is graded by hand."""
+    split = {}
+    for cell in source.cells:
+        nbg = cell.metadata.get("nbgrader", {})
+        if nbg.get("grade"):
+            row = split.setdefault(cell.metadata["homework"]["exercise"], [0, 0])
+            row[1 if nbg.get("solution") else 0] += nbg["points"]
+    return split
+
+
+def _otter_questions(source, chapter) -> list[tuple[int, bool]]:
+    """(points, manual) of each question in otter's source format, in order."""
+    import otter_assign
+    nb = otter_assign.otter_source(source, "chapter", chapter)
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "raw" and cell.source.startswith("# BEGIN QUESTION"):
+            conf = dict(line.split(": ", 1) for line in cell.source.splitlines()[1:])
+            found.append((int(conf["points"]), conf.get("manual") == "true"))
+    return found
+
+
+def _check_split(text: str, path: Path):
+    """Each exercise's points on the teachers' page (automatic + by hand) and the chapter's
+    totals are what nbgrader's cell metadata says; otter's questions say the same."""
+    section = text.split(f"### {teachers._title(path)}\n", 1)[1].split("\n### ", 1)[0]
+    rows = {m.group(1): [int(m.group(3)), int(m.group(4))] for m in ROW.finditer(section)}
+    source = assignments.source_version(nbformat.read(path, as_version=4))
+    split = _nbgrader_split(source)
+    assert rows == split, path.name
+    said = [int(n) for n in TOTALS.search(section).groups()]
+    assert said == [sum(a for a, __ in split.values()), sum(h for __, h in split.values())], path.name
+    graded = [cell.metadata["nbgrader"] for cell in source.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+    otter = _otter_questions(source, export_reader.chapter_of(path))
+    assert otter == [(g["points"], bool(g.get("solution"))) for g in graded], path.name
+    for m in ROW.finditer(section):  # an open part is by hand, any other part automatic
+        auto, by_hand = rows[m.group(1)]
+        assert ("open" in m.group(2)) == (by_hand > 0) and (m.group(2) != "open") == (auto > 0), m.group(0)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_teachers_page_totals_are_the_graders_points(path):
-    """Each chapter's totals on book/teachers.md are the points of the graded cells the graders use."""
+def test_teachers_page_split_is_the_graders_metadata(path):
+    """Per exercise and per chapter, book/teachers.md splits the points as the graders do."""
+    _check_split((BOOK / "teachers.md").read_text(encoding="utf-8"), path)
+
+
+def test_the_split_check_rejects_an_open_part_counted_as_automatic():
+    """The old mistake of chapters 6, 7 and 9 (a predict-then-explain exercise counted as all
+    automatic) fails the check, in the row and in the totals."""
     text = (BOOK / "teachers.md").read_text(encoding="utf-8")
+    row = next(m for m in ROW.finditer(text) if m.group(2) == "prediction + open")
+    path = next(p for p in CHAPTERS if row.group(1).startswith(f"{export_reader.chapter_of(p)}."))
+    _check_split(text, path)
+    auto, by_hand = int(row.group(3)), int(row.group(4))
+    wrong_row = text.replace(row.group(0), row.group(0).replace(f"| {auto} + {by_hand} |", f"| {auto + by_hand} + 0 |"))
+    with pytest.raises(AssertionError):
+        _check_split(wrong_row, path)
     section = text.split(f"### {teachers._title(path)}\n", 1)[1]
-    said = tuple(int(n) for n in TOTALS.search(section).groups())
-    graded = assignments.exercises(assignments.source_version(nbformat.read(path, as_version=4)))
-    auto = sum(e["points"] for e in graded if e["kind"] != "open")
-    assert said == (auto, sum(e["points"] for e in graded if e["kind"] == "open")), path.name
-    assert auto == sum(assignments.POINTS[e["kind"]] for e in graded if e["kind"] != "open")
+    a, h = (int(n) for n in TOTALS.search(section).groups())
+    wrong_total = text.replace(TOTALS.search(section).group(0),
+                               f"{a + h} points checked automatically + 0 graded by hand")
+    with pytest.raises(AssertionError):
+        _check_split(wrong_total, path)
 
 
 def test_the_answer_key_holds_every_model_answer():
@@ -549,12 +605,28 @@ def test_the_guides_nbgrader_steps_work_as_written(released, tmp_path):
     step(course, "collect", "ch03")
     me = getpass.getuser()
     assert (course / "submitted" / me / "ch03" / SMALL.name).is_file()
-    step(course, "autograde", "ch03", "--create")
-    out = subprocess.run([str(Path(venv).resolve() / "bin" / "python"), "-c", NBGRADER_SCORES,
-                          str(course / "gradebook.db"), me], capture_output=True, text=True, check=True).stdout
-    got, best = (float(x) for x in out.split()[1:])
+    log = step(course, "autograde", "ch03", "--create")
     print("nbgrader, chapter 3, seconds per step:", {k: round(v, 1) for k, v in times.items()})
-    assert got == best > 0, out
+
+    def scores():
+        out = subprocess.run([str(Path(venv).resolve() / "bin" / "python"), "-c", NBGRADER_SCORES,
+                              str(course / "gradebook.db"), me], capture_output=True, text=True, check=True).stdout
+        return tuple(float(x) for x in out.split()[1:])
+    got, best = scores()
+    assert got == best > 0
+    # nbgrader's "checksum ... has changed" warning is left for an edited cell: none here,
+    # though every test cell's hidden tests came back from the gradebook
+    assert "has changed" not in log, log[-3000:]
+    submitted = course / "submitted" / me / "ch03" / SMALL.name
+    nb = nbformat.read(submitted, as_version=4)
+    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+                and not c.metadata["nbgrader"].get("solution"))
+    test.source = "pass  # the student edited this test cell\n" + test.source
+    nbformat.write(nb, submitted)
+    log = step(course, "autograde", "ch03", "--force")
+    changed = re.findall(r"Attribute 'checksum' for cell (\S+) has changed", log)
+    assert changed == [test.metadata["nbgrader"]["grade_id"]], log[-3000:]
+    assert scores() == (best, best)  # the cell came back as written, hidden tests and all
 
 
 def test_no_student_file_holds_an_answer_of_the_key():

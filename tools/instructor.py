@@ -167,6 +167,36 @@ _steps = list(GenerateAssignment.class_traits()["preprocessors"].default())  # n
 _after = _steps.index(ClearSolutions) + 1
 c.GenerateAssignment.preprocessors = _steps[:_after] + [PredictionStubs] + _steps[_after:]
 
+
+# autograde first restores every locked cell from the gradebook and warns "Attribute 'checksum'
+# for cell ... has changed!" when a submitted one differs. A test cell's hidden tests are never
+# in the students' copy, so that warning would come for every test cell of every submission:
+# HiddenTestsBack puts them back first where the rest of the cell is as released, so the
+# warning is left for a cell the student edited (the cell is restored either way).
+from nbgrader.api import MissingEntry  # noqa: E402
+from nbgrader.converters import Autograde  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells  # noqa: E402
+
+
+class HiddenTestsBack(OverwriteCells):
+    def preprocess_cell(self, cell, resources, index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None:
+            try:
+                kept = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                kept = None
+            if kept is not None and kept.locked:
+                import nbformat
+                released = nbformat.NotebookNode(source=kept.source)
+                ClearHiddenTests()._remove_hidden_test_region(released)
+                if cell.source == released.source:
+                    cell.source = kept.source
+        return super().preprocess_cell(cell, resources, index)
+
+
+_sanitize = list(Autograde.class_traits()["sanitize_preprocessors"].default())  # nbgrader's own list
+c.Autograde.sanitize_preprocessors = [HiddenTestsBack if s is OverwriteCells else s for s in _sanitize]
 c.Autograde.autograde_preprocessors = [SandboxedChecks, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 """

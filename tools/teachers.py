@@ -5,7 +5,9 @@
 
 Each exercise heading cell carries ``metadata.exercises[N.k]`` = difficulty (1-3),
 minutes, exam (bool) and what it checks; the kind (coding, prediction, open) and the
-points come from the graded cells that ``tools/assignments.py`` makes.
+points come from the graded cells that ``tools/assignments.py`` makes, read as nbgrader reads
+them: a graded cell that is not a solution is an autograder test (points checked
+automatically), a graded solution cell is graded by hand (``split``).
 """
 from __future__ import annotations
 
@@ -82,14 +84,21 @@ build (the site, the reader notebooks, the package) contains them. The book's re
 is public and its notebooks are the instructor's versions: a student who reads the
 repository can find the answers, as with any textbook's solutions online.
 
-`make assignments` installs nbgrader into its own environment (`.venv-homework`, a minute
-or a few), makes the book's environment its `python3` kernel, and uses nbgrader's own
+`make assignments` installs nbgrader into its own environment (`.venv-homework`), makes the
+book's environment its `python3` kernel, executes the book in both languages (the students'
+notebooks carry that run's numbers), and uses nbgrader's own
 preprocessors: each solution becomes `# YOUR CODE HERE` + `raise NotImplementedError()`
 inside the function the check calls, each prediction becomes `my_prediction = ...`, each
 open question gets an empty answer cell, and the outputs are cleared. The Markdown is plain
 (the book's numbers are filled in from its executed run, citations are written out), so the
 notebooks read the same in Jupyter, JupyterLab and Colab. In Colab, the first cell installs
 the package.
+
+From a fresh clone it took 6 min 12 s on the 2-core CPU that builds this book: 1.5 min to
+install the two environments (from a local package mirror; a download takes longer), 4.7 min
+to execute the book's two editions side by side. A rerun reuses that execution (10 s); after
+you edit a chapter, run `make execute` first (a run too old for a chapter's numbers stops with
+one line that says so).
 
 ### The students' set-up
 
@@ -152,6 +161,14 @@ notebooks of `dist/assignments/`: the config adds a step that turns a prediction
 `my_prediction = ...` (nbgrader's own stub, `raise NotImplementedError()`, would stop *Run All*). Tested on chapter 3
 with nbgrader 0.9.6: `autograde` scores the untouched release 0, the instructor's answers full
 marks, and a release whose answer cell replaces the grading functions 0.
+
+nbgrader's warning `Attribute 'checksum' for cell ... has changed!` means a student edited a
+locked cell (a test cell, a heading); `autograde` puts the cell back as you wrote it either
+way. A test cell's hidden tests are never in the students' copy, so nbgrader alone would warn
+for every test cell of every submission: the config's `HiddenTestsBack` step puts them back
+before that comparison, and the warning is left for the cells a student edited (tested on
+chapter 3: no warning for a plain submission, one for the one test cell edited, full marks
+both times).
 
 ## Gradescope and Colab with otter-grader
 
@@ -217,6 +234,18 @@ or give the summary of the skipped ones.
 """
 
 
+def split(cell) -> tuple[int, int]:
+    """(points checked automatically, points graded by hand) of one cell, from nbgrader's metadata.
+
+    nbgrader's autograder runs a graded cell that is not a solution (a test cell) and leaves a
+    graded solution cell (an open answer) to the grader: this is the split each grader sees.
+    """
+    nbg = cell.metadata.get("nbgrader", {})
+    if not nbg.get("grade"):
+        return 0, 0
+    return (0, nbg["points"]) if nbg.get("solution") else (nbg["points"], 0)
+
+
 def _exercises(path: Path) -> list[dict]:
     nb = nbformat.read(path, as_version=4)
     source = assignments.source_version(nb)
@@ -225,24 +254,34 @@ def _exercises(path: Path) -> list[dict]:
         meta = cell.metadata.get("exercise")
         if meta and "number" in meta:
             by_number.setdefault(meta["number"], dict(meta, kind=meta.get("kind", ""), points=0))
-    for ex in assignments.exercises(source):  # an exercise may have parts of two kinds (predict, then explain)
-        number = str(ex["number"])
+    for cell in source.cells:  # an exercise may have parts of two kinds (predict, then explain)
+        auto, by_hand = split(cell)
+        if not auto + by_hand:
+            continue
+        number = str(cell.metadata["homework"]["exercise"])
+        kind = cell.metadata["homework"]["kind"]
         row = by_number.setdefault(number, {"number": number, "title": f"prediction in the text (`{number}`)",
                                             "difficulty": 1, "minutes": 2, "exam": False,
                                             "checks": "a prediction asked in the running text", "kind": ""})
-        by_kind = row.setdefault("by_kind", {})
-        by_kind[ex["kind"]] = by_kind.get(ex["kind"], 0) + ex["points"]
-        row["kind"] = " + ".join(by_kind)
-        row["points"] = row.get("points", 0) + ex["points"]
+        kinds = row.setdefault("kinds", [])
+        if kind not in kinds:
+            kinds.append(kind)
+        row["kind"] = " + ".join(kinds)
+        row["auto"] = row.get("auto", 0) + auto
+        row["by_hand"] = row.get("by_hand", 0) + by_hand
     return sorted(by_number.values(), key=lambda r: [int(x) if x.isdigit() else 0 for x in
                                                       re.split(r"[._]", r["number"])] if r["number"][0].isdigit()
                   else [0])
 
 
 def points(rows: list[dict]) -> tuple[int, int]:
-    """(points checked automatically, points graded by hand) of a chapter's rows, from the graded cells."""
-    by_kind = [kv for r in rows for kv in r.get("by_kind", {}).items()]
-    return (sum(p for kind, p in by_kind if kind != "open"), sum(p for kind, p in by_kind if kind == "open"))
+    """(points checked automatically, points graded by hand) of a chapter's rows, from nbgrader's metadata."""
+    return sum(r.get("auto", 0) for r in rows), sum(r.get("by_hand", 0) for r in rows)
+
+
+def cell_points(row: dict) -> str:
+    """The points column of a row: automatic + by hand."""
+    return f"{row.get('auto', 0)} + {row.get('by_hand', 0)}"
 
 
 def _title(path: Path) -> str:
@@ -258,19 +297,20 @@ def render(book: Path) -> str:
     parts = [INTRO, "## Exercises, chapter by chapter\n",
              "Difficulty ★ (applies the chapter directly) to ★★★ (goes beyond it); time is an "
              "estimate for a student who has read the chapter. Points: coding 3, prediction 1, "
-             "open 2 (by hand).\n"]
+             "open 2 (by hand); the points column reads automatic + by hand, as nbgrader's metadata "
+             "and otter's questions split them.\n"]
     exam, counts = [], []
     for path in sorted(book.glob("[0-9]*.ipynb")):
         rows = _exercises(path)
         counts.append((path.stem, len(rows)))
         parts.append(f"### {_title(path)}\n")
-        parts.append("| # | exercise | kind | difficulty | time | what it checks |")
-        parts.append("|---|---|---|---|---|---|")
+        parts.append("| # | exercise | kind | points | difficulty | time | what it checks |")
+        parts.append("|---|---|---|---|---|---|---|")
         for r in rows:
             title = re.sub(r"\s*\(predict, then run\)", "", r["title"])
             what = "a prediction (answer in the instructor's bundle)" if r["kind"] == "prediction" else r["checks"]
-            parts.append(f"| {r['number']} | {title} | {r['kind']} | {STARS.get(r['difficulty'], '?')} | "
-                         f"{r['minutes']} min | {what} |")
+            parts.append(f"| {r['number']} | {title} | {r['kind']} | {cell_points(r)} | "
+                         f"{STARS.get(r['difficulty'], '?')} | {r['minutes']} min | {what} |")
             if r.get("exam"):
                 exam.append(f"{r['number']} {title} ({r['kind']}, {r['minutes']} min)")
         minutes = sum(r["minutes"] for r in rows)
