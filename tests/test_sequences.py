@@ -33,3 +33,29 @@ def test_random_tokens_bad_arguments_raise():
         tasks.random_tokens(2, d_vocab=1.5)
     with pytest.raises(ValueError, match="generator"):
         tasks.random_tokens(2, generator=0)
+
+
+GENERATED = [name for name in dir(tasks) if not name.startswith("_") and callable(getattr(tasks, name))
+             and "generator" in __import__("inspect").signature(getattr(tasks, name)).parameters]
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_a_task_without_a_generator_follows_the_global_seed_and_never_reseeds_it(name):
+    """Called without ``generator=``, a task draws from a generator of its own seeded from
+    torch's global stream: after ``seed_everything(s)`` the same data twice, and the global
+    stream goes on as if seeded (a task used to call ``torch.seed()``, which reseeds it at random
+    and so undid ``seed_everything``)."""
+    import beforeqkv
+    assert len(GENERATED) >= 8
+    task = getattr(tasks, name)
+    runs = []
+    for _ in range(2):
+        beforeqkv.seed_everything(3)
+        data = task(6, 2) if name == "associative_recall" else task(6)
+        runs.append((data, torch.rand(4)))
+    flat = [torch.utils._pytree.tree_flatten(d)[0] for d, __ in runs]
+    assert all(torch.equal(a, b) for a, b in zip(*flat))
+    assert torch.equal(runs[0][1], runs[1][1])
+    beforeqkv.seed_everything(4)
+    other = torch.utils._pytree.tree_flatten(task(6, 2) if name == "associative_recall" else task(6))[0]
+    assert not all(torch.equal(a, b) for a, b in zip(flat[0], other))

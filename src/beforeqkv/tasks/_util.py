@@ -7,9 +7,12 @@ from .._validate import check_positive, move  # noqa: F401  (re-exported for the
 
 
 def check_generator(generator) -> torch.Generator:
-    """Return ``generator`` or a fresh unseeded one; reject anything else with a clear error."""
+    """Return ``generator``, or without one a generator of the task's own seeded from torch's
+    global stream (so ``seed_everything(s)`` makes a task called without ``generator=`` draw the
+    same data each time; the global generator is read, never reseeded); reject anything else
+    with a clear error."""
     if generator is None:
-        return torch.Generator().manual_seed(torch.seed() % 2**63)
+        return torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,))))
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     return generator
