@@ -199,9 +199,12 @@ def test_check_llama_says_w_u_is_tied_when_the_reader_adds_one():
 
 
 def test_check_smollm2_runs_the_reader_model_on_the_real_weights(lm, capsys):
-    assert checks.check_smollm2(_reader_llama(), lm, new_tokens=2)
+    result = checks.check_smollm2(_reader_llama(), lm, new_tokens=2)
+    assert result
     assert "Paris" in capsys.readouterr().out
-    assert checks.ch11.LAST_RUN["max_diff"] <= 1e-3 and checks.ch11.LAST_RUN["text"].startswith(" Paris")
+    assert result.measured["max_diff"] <= 1e-3 and result.measured["text"].startswith(" Paris")
+    assert max(result.measured["top"], key=result.measured["top"].get) == " Paris"
+    assert not hasattr(checks.ch11, "LAST_RUN")  # what a check measured comes back with it, not in a global
 
 
 def test_check_smollm2_rejects_an_untied_unembedding(lm):

@@ -25,7 +25,7 @@ def test_the_device_policy_keeps_tiny_experiments_on_the_cpu_beside_a_gpu(monkey
     stay on the CPU unless BEFOREQKV_DEVICE forces the GPU; a real model takes the GPU."""
     monkeypatch.delenv("BEFOREQKV_DEVICE", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: accelerator == "cuda")
-    monkeypatch.setattr(beforeqkv, "_mps_available", lambda: accelerator == "mps")
+    monkeypatch.setattr(beforeqkv._runtime, "_mps_available", lambda: accelerator == "mps")
     assert beforeqkv.get_device() == torch.device("cpu")
     assert beforeqkv.get_device(real_model=True) == torch.device(accelerator)
     monkeypatch.setenv("BEFOREQKV_DEVICE", accelerator)  # make gpu-check's way to run a chapter on the GPU
@@ -38,7 +38,7 @@ def test_the_device_policy_keeps_tiny_experiments_on_the_cpu_beside_a_gpu(monkey
 def test_without_a_gpu_every_kind_of_model_gets_the_cpu(monkeypatch):
     monkeypatch.delenv("BEFOREQKV_DEVICE", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(beforeqkv, "_mps_available", lambda: False)
+    monkeypatch.setattr(beforeqkv._runtime, "_mps_available", lambda: False)
     assert beforeqkv.get_device() == beforeqkv.get_device(real_model=True) == torch.device("cpu")
 
 

@@ -16,3 +16,50 @@ def test_no_module_under_pretrained_imports_matplotlib():
     import beforeqkv.pretrained as pretrained
     for path in Path(pretrained.__file__).parent.glob("*.py"):
         assert "matplotlib" not in path.read_text(), path.name
+
+
+def _package_imports():
+    """{module: {package modules it imports, at any depth of its code}} for src/beforeqkv."""
+    import ast
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "src"
+    modules = {".".join(p.relative_to(src).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in (src / "beforeqkv").rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                for alias in node.names:  # `from . import x`: the submodule x, or a name of the package
+                    target = f"{base}.{alias.name}"
+                    found.add(target if target in modules else base)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def test_the_package_has_no_import_circle_and_no_module_reads_the_root():
+    """No module of beforeqkv imports the package root's namespace (``from . import get_device``
+    in train.py did, while the root imported train: a circle); and no circle at all."""
+    graph = _package_imports()
+    assert len(graph) > 40 and "beforeqkv.train" in graph
+    upward = sorted(m for m, deps in graph.items() if "beforeqkv" in deps)
+    assert not upward, upward
+    seen, done = set(), set()
+
+    def visit(m, path):
+        assert m not in seen - done, " -> ".join(path + [m])
+        if m in done:
+            return
+        seen.add(m)
+        for dep in sorted(graph[m]):
+            visit(dep, path + [m])
+        done.add(m)
+    for m in sorted(graph):
+        visit(m, [])

@@ -12,76 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import sys
 import time
 
 import numpy as np
 import torch
 
+from ._runtime import _DEVICE_ENV, get_device, seed_everything, workers  # noqa: F401  (the public API)
 from ._validate import check_positive
 
 __version__ = "0.1.0"
 
 __all__ = ["get_device", "setup", "seed_everything", "cpu_threads", "glue", "sci", "__version__"]
-
-_DEVICE_ENV = "BEFOREQKV_DEVICE"
-
-
-def get_device(prefer: str | None = None, *, real_model: bool = False) -> torch.device:
-    """Return the device to compute on; by the book's device policy, the CPU for tiny models.
-
-    * ``real_model=False`` (the default, every experiment of chapters 1-9): the CPU, even
-      where a GPU exists. Their models have a few thousand to a few hundred thousand
-      parameters and train on batches of 64 to 256, so a GPU step is a string of tiny kernel
-      launches: on an NVIDIA H200 every chapter 1-9 took 15-36 s on CUDA, no faster than two
-      CPU cores (chapter 5: 33.6 s on the GPU, 22.2 s on the same machine's CPU). On the CPU
-      the chapters also run their independent runs side by side (:func:`beforeqkv.train.map_runs`).
-    * ``real_model=True`` (a pretrained model, chapters 10-11): cuda, then mps, then cpu.
-    * ``prefer``, or else the environment variable ``BEFOREQKV_DEVICE``, forces one for
-      both kinds: ``BEFOREQKV_DEVICE=cuda`` runs the tiny experiments on the GPU too (``make
-      gpu-check`` does, to check every claim there); ``get_device("cpu")`` keeps a real
-      model on the CPU. The policy is written out in book/gpu_and_colab.md.
-    """
-    choice = prefer or os.environ.get(_DEVICE_ENV)
-    if choice:
-        choice = str(choice).lower()
-        if choice not in {"cpu", "cuda", "mps"} and not choice.startswith("cuda:"):
-            raise ValueError(f"unknown device {choice!r}: use 'cpu', 'cuda', 'cuda:N' or 'mps'")
-        if choice.startswith("cuda") and not torch.cuda.is_available():
-            raise ValueError(f"device {choice!r} requested but CUDA is not available here")
-        if choice == "mps" and not _mps_available():
-            raise ValueError("device 'mps' requested but MPS is not available here")
-        return torch.device(choice)
-    if not real_model:
-        return torch.device("cpu")
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if _mps_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-def _mps_available() -> bool:
-    backend = getattr(torch.backends, "mps", None)
-    return bool(backend is not None and backend.is_available())
-
-
-def seed_everything(seed: int = 0) -> None:
-    """Seed Python, NumPy and torch (CPU and CUDA) with ``seed``.
-
-    Data sets in :mod:`beforeqkv.tasks` take their own ``generator=`` (use
-    ``torch.Generator().manual_seed(s)``) so that an experiment's data does not depend
-    on how many random numbers a model drew.
-    """
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ValueError(f"seed must be an int, got {type(seed).__name__}")
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
-
 
 def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = False) -> dict:
     """Make tiny models fast and figures consistent; return what was set.
@@ -177,7 +119,6 @@ def cpu_threads(threads: int | None = None):
     fastest on one. The numbers of a seeded run depend on the thread count only in the last
     digits of floating point, and are the same every time for a given count.
     """
-    from .train import workers
     n = threads
     if n is None:
         n = workers()

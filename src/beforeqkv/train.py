@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ._runtime import _uses_cuda, get_device, seed_everything, workers  # noqa: F401  (workers: public here)
 from ._validate import check_finite, check_finite_number, check_positive, move
 
 __all__ = ["History", "train", "accuracy", "evaluate_loss", "cross_entropy", "move", "param_groups",
@@ -283,7 +284,6 @@ def fit(make: Callable[[], nn.Module], batch_fn: Callable, steps: int, lr: float
 
         runs = map_runs(lambda n: fit(make, batches(n), 600, test=held_out(n)), [4, 16, 64])
     """
-    from . import get_device, seed_everything
     if not callable(make) or isinstance(make, nn.Module):
         got = "a model" if isinstance(make, nn.Module) else type(make).__name__
         raise ValueError(f"fit needs make, a function that builds the model (fit(lambda: Model(...), ...) or the "
@@ -299,35 +299,6 @@ def fit(make: Callable[[], nn.Module], batch_fn: Callable, steps: int, lr: float
 
 # ------------------------------------------------------------------ independent runs, one per core
 _JOB = None  # (fn, items) while map_runs runs: the forked workers inherit it, nothing is pickled
-
-
-def workers(n_items: int | None = None) -> int:
-    """How many processes :func:`map_runs` uses: ``BEFOREQKV_WORKERS`` if set, else one per
-    CPU core this process may use; 1 (run in this process) once this process uses CUDA
-    (:func:`_uses_cuda`: a forked child cannot), off Linux, inside a worker, for a single
-    item, or in a graded run (``BEFOREQKV_GRADING``, nbgrader's ``NBGRADER_EXECUTION``): a
-    grader's kernel never forks, so nothing of a fork reaches its report. On a GPU machine
-    the chapters' tiny runs stay on the CPU (:func:`beforeqkv.get_device`) and so still
-    spread over its cores."""
-    env = os.environ.get("BEFOREQKV_WORKERS", "")
-    if env:
-        if not env.isdigit() or int(env) < 1:
-            raise ValueError(f"BEFOREQKV_WORKERS must be a positive integer, got {env!r}")
-        n = int(env)
-    else:
-        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    import multiprocessing as mp
-    graded = os.environ.get("BEFOREQKV_GRADING", "") not in ("", "0") or os.environ.get("NBGRADER_EXECUTION")
-    if not sys.platform.startswith("linux") or _uses_cuda() or mp.current_process().daemon or graded:
-        n = 1
-    return max(1, min(n, n_items if n_items is not None else n))
-
-
-def _uses_cuda() -> bool:
-    """Whether this process has started CUDA, or is told to compute on it (``BEFOREQKV_DEVICE``):
-    CUDA does not survive a fork, so :func:`map_runs` then runs its items in this process."""
-    forced = os.environ.get("BEFOREQKV_DEVICE", "").lower().startswith("cuda")
-    return forced or (torch.cuda.is_available() and torch.cuda.is_initialized())
 
 
 def _import_before_fork() -> None:

@@ -242,9 +242,6 @@ def _run(mine, tokens):
             error=type(err).__name__, message=err)) from None
 
 
-LAST_RUN: dict = {}  # what check_smollm2 measured last (the chapter glues it)
-
-
 @checker
 def check_smollm2(cls, lm, new_tokens: int = 3):
     """Check ``cls(config)`` with SmolLM2's weights: the package model's logits and greedy tokens.
@@ -253,8 +250,9 @@ def check_smollm2(cls, lm, new_tokens: int = 3):
     meta device and takes the package model's tensors themselves (no copy); on "The capital
     of France is" its logits must agree with the package's to 1e-3 and its first
     ``new_tokens`` greedy tokens (each step re-reads the sequence) must be the package's.
+    A pass returns what it measured in ``.measured``: ``max_diff``, the greedy ``text`` and the
+    ``top`` three last-position logits by token (the chapter quotes them).
     """
-    LAST_RUN.clear()
     with earlier_parts(cls, EARLIER_PARTS) as replaced:
         result = _check_smollm2(cls, lm, new_tokens)
     used_the_package(replaced)
@@ -284,9 +282,9 @@ def _check_smollm2(cls, lm, new_tokens):
         raise CheckFailure(_("your greedy tokens {mine} are not the package's {package}").format(
             mine=repr(lm.decode(seq[len(ids):])), package=repr(lm.decode(greedy))))
     top = got[-1].topk(3)
-    LAST_RUN.update(max_diff=diff, text=lm.decode(seq[len(ids):]),
+    measured = dict(max_diff=diff, text=lm.decode(seq[len(ids):]),
                     top={lm.decode([i]): v for i, v in zip(top.indices.tolist(), top.values.tolist())})
     _core.passed(_("your GPT runs SmolLM2: logits within {diff} of the package's, greedy {text}, top logits "
-                   "{top}").format(diff=f"{diff:.1e}", text=repr(LAST_RUN["text"]),
-                                   top=", ".join(f"{k!r} {v:.4f}" for k, v in LAST_RUN["top"].items())))
-    return _core.CheckResult("smollm2", True)
+                   "{top}").format(diff=f"{diff:.1e}", text=repr(measured["text"]),
+                                   top=", ".join(f"{k!r} {v:.4f}" for k, v in measured["top"].items())))
+    return _core.CheckResult("smollm2", True, measured=measured)

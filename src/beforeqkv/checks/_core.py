@@ -28,8 +28,6 @@ import functools
 import os
 import re
 import sys
-import traceback
-from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import torch
@@ -38,24 +36,24 @@ from .. import i18n
 from ..i18n import N_, _, tr
 from . import _record, _seal
 from ._failed import failed
+from ._failure import CheckFailure
 
 __all__ = ["CheckFailure", "CheckResult", "compare", "passed", "register_question",
            "check_prediction", "explain", "checker", "mode", "configure", "QUESTIONS",
            "canonical", "is_right", "tr", "hint_line", "not_implemented", "matches_everywhere"]
 
-_PACKAGE = str(Path(__file__).resolve().parents[1])  # .../beforeqkv
 _NESTED = 0  # > 0 while a @checker function runs: failures go up to it, reported once
 
 
-class CheckFailure(AssertionError):
-    """Raised by a checker when the reader's answer is wrong; the message says why."""
-
-
 class CheckResult:
-    """What a check returns: truthy when it passed. Shows nothing when a cell ends with it."""
+    """What a check returns: truthy when it passed. Shows nothing when a cell ends with it.
 
-    def __init__(self, name: str, ok: bool, message: str = ""):
+    ``measured``: what a passed check measured that the chapter may quote (empty otherwise).
+    """
+
+    def __init__(self, name: str, ok: bool, message: str = "", measured: dict | None = None):
         self.name, self.ok, self.message = name, ok, message
+        self.measured = dict(measured or {})
 
     def __bool__(self) -> bool:
         return self.ok
@@ -189,14 +187,11 @@ def _ndim(args) -> int:
 
 def _where_in_your_code(err: BaseException) -> str:
     """`` (your line N: `code`)`` for the innermost frame outside the package and torch."""
-    if hasattr(err, "_bqkv_where"):  # an error replayed from the student's process (_record)
-        return err._bqkv_where
-    for fs in reversed(traceback.extract_tb(err.__traceback__)):
-        f = str(Path(fs.filename).resolve()) if not fs.filename.startswith("<") else fs.filename
-        if not f.startswith(_PACKAGE) and "site-packages" not in f and "/torch/" not in f:
-            line = (fs.line or "").strip()
-            return " " + _("(your line {lineno}: `{code}`)").format(lineno=fs.lineno, code=line) if line else ""
-    return ""
+    frame = _record.your_frame(err)
+    if frame is None:
+        return ""
+    lineno, line = frame
+    return " " + _("(your line {lineno}: `{code}`)").format(lineno=lineno, code=line)
 
 
 NAN_HINT = N_("your output contains NaN. A softmax over a row whose scores are all -inf is 0/0: "

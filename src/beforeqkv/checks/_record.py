@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import traceback
+from pathlib import Path
 
 import torch
+
+from ._failure import CheckFailure
 
 __all__ = ["call", "build", "Placeholder", "ReplayMiss", "encode", "decode", "collecting", "replaying"]
 
@@ -160,12 +164,27 @@ def call(site: str, fn, *args):
     try:
         got = fn(*args)
     except Exception as err:
-        from ._core import _where_in_your_code
-        STATE["records"][k] = ("error", type(err).__name__, str(err)[:2000], _where_in_your_code(err))
+        STATE["records"][k] = ("error", type(err).__name__, str(err)[:2000], your_frame(err))
         raise
     modified = not same(args, pristine)
     STATE["records"][k] = ("ok", encode(got), modified)
     return got, modified
+
+
+_PACKAGE = str(Path(__file__).resolve().parents[1])  # .../beforeqkv
+
+
+def your_frame(err: BaseException) -> tuple[int, str] | None:
+    """(line number, code) of the innermost frame of ``err`` outside the package and torch: the
+    reader's line; for an error replayed from the student's process, the line recorded there."""
+    if hasattr(err, "_bqkv_where"):
+        return err._bqkv_where
+    for fs in reversed(traceback.extract_tb(err.__traceback__)):
+        f = str(Path(fs.filename).resolve()) if not fs.filename.startswith("<") else fs.filename
+        if not f.startswith(_PACKAGE) and "site-packages" not in f and "/torch/" not in f:
+            line = (fs.line or "").strip()
+            return (fs.lineno, line) if line else None
+    return None
 
 
 def _replay(site: str, args):
@@ -174,10 +193,9 @@ def _replay(site: str, args):
         raise ReplayMiss(f"{site}: the student's process never ran this case")
     if record[0] == "error":
         __, name, message, where = record
-        from ._core import CheckFailure
         kind = {"NotImplementedError": NotImplementedError, "CheckFailure": CheckFailure}.get(name)
         err = (kind or type(str(name), (Exception,), {}))(message)
-        err._bqkv_where = where
+        err._bqkv_where = tuple(where) if where else None
         raise err
     __, data, modified = record
     return decode(data), bool(modified)

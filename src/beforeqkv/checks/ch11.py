@@ -6,7 +6,7 @@ import torch
 from ..attention import apply_rotary, rotary_tables
 from ..i18n import N_, _
 from ._core import compare, register_question
-from ._ch11_llama import LAST_RUN, check_llama, check_smollm2, llama_config, llama_weights  # noqa: F401
+from ._ch11_llama import check_llama, check_smollm2, llama_config, llama_weights  # noqa: F401
 
 __all__ = ["check_rmsnorm", "check_rotary", "check_q4_1_block", "check_llama", "check_smollm2",
            "llama_weights", "llama_config"]
