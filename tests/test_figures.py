@@ -54,7 +54,7 @@ def test_diagrams_stay_legible_in_a_700px_column(name):
 
 
 def test_memory_figure_shows_both_memories():
-    s = joined(figures.ch01.memory_figure(n_tokens=4))
+    s = joined(figures.ch01.memory_figure(T=4))
     assert "Chapter 1" in s and "Chapter 2" in s and "$h_4$" in s and "$h_5$" not in s
     assert "answer" in s and "query $q$" in s
 
@@ -66,7 +66,7 @@ def test_memory_figure_weights_sum_to_one():
 
 
 def test_mixing_figure_rows_are_weights_that_sum_to_one():
-    fig = figures.ch04.mixing_figure(n_tokens=4, focus=2)
+    fig = figures.ch04.mixing_figure(T=4, focus=2)
     mat = fig.axes[1]
     w = mat.images[0].get_array()
     assert w.shape == (4, 4)
@@ -151,11 +151,11 @@ def test_preface_states_the_same_argument_map():
         assert f"| {pressure} | {fix} |" in index, n
 
 
-@pytest.mark.parametrize("call", [lambda: figures.ch01.memory_figure(n_tokens=1),
-                                  lambda: figures.ch01.memory_figure(n_tokens=3.0),
+@pytest.mark.parametrize("call", [lambda: figures.ch01.memory_figure(T=1),
+                                  lambda: figures.ch01.memory_figure(T=3.0),
                                   lambda: figures.ch04.mixing_figure(focus=9),
                                   lambda: figures.ch06.heads_figure(n_heads=0),
-                                  lambda: figures.ch06.heads_figure(n_tokens=20),
+                                  lambda: figures.ch06.heads_figure(T=20),
                                   lambda: figures.ch07.scale_figure(d_heads=(16, 0, 64)),
                                   lambda: figures.ch07.scale_figure(d_heads=(16,))])
 def test_bad_sizes_raise_value_error(call):

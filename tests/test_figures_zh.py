@@ -52,7 +52,7 @@ def _weights(*shape, seed=0):
 F = figures
 CASES = {
     "common.argument_map": lambda: F.common.argument_map(),
-    "ch01.memory_figure": lambda: F.ch01.memory_figure(n_tokens=4),
+    "ch01.memory_figure": lambda: F.ch01.memory_figure(T=4),
     "ch01.recall_figure": lambda: F.ch01.recall_figure([2, 4, 8], {2: 1.0, 4: 0.9, 8: 0.8}, [2, 8],
                                                        {2: 0.9, 8: 0.3}),
     "ch01.read_weights_figure": lambda: F.ch01.read_weights_figure(_weights(3, 8), [1, 4, 2], 8),
@@ -63,12 +63,12 @@ CASES = {
     "ch02.crosstalk_figure": lambda: F.ch02.crosstalk_figure([1, 4, 16, 64], [1, 1, 0.9, 0.6],
                                                              [1, 0.9, 0.4, 0.1], 16, 30.0),
     "ch02.memory_size_figure": lambda: F.ch02.memory_size_figure(0.2, 0.6, 0.3, 0.95, window=16),
-    "ch03.steps_figure": lambda: F.ch03.steps_figure(n_layers=2, n_tokens=4),
+    "ch03.steps_figure": lambda: F.ch03.steps_figure(n_layers=2, T=4),
     "ch03.depth_figure": lambda: F.ch03.depth_figure([2, 8, 32], {"loop RNN": [8, 26, 98],
                                                                   "attention layer": [30, 30, 30]}),
     "ch03.time_figure": lambda: F.ch03.time_figure([16, 64], {"loop RNN": [1.0, 4.0],
                                                               "attention layer": [0.5, 0.7]}),
-    "ch04.mixing_figure": lambda: F.ch04.mixing_figure(n_tokens=4, focus=2),
+    "ch04.mixing_figure": lambda: F.ch04.mixing_figure(T=4, focus=2),
     "ch04.routing_figure": lambda: F.ch04.routing_figure(
         {("fixed", "static"): 1.0, ("fixed", "content"): 1.0, ("pointer", "static"): 0.2,
          ("pointer", "content"): 1.0, ("pointer", "content, no positions"): 0.2},
@@ -206,7 +206,7 @@ def test_titles_and_axis_words_of_the_diagrams_are_chinese():
     assert [ax.get_title() for ax in fig.axes] == ["H=2，头 1\n后继 0.10 | 前驱 0.20",
                                                    "H=2，头 2\n后继 0.10 | 前驱 0.20"]
     assert fig.axes[0].get_ylabel() == "查询（条目编号）"
-    fig = figures.ch03.steps_figure(n_layers=2, n_tokens=4)
+    fig = figures.ch03.steps_figure(n_layers=2, T=4)
     assert [ax.get_title() for ax in fig.axes] == ["有循环：5 步", "只有红色连接：2 步"]
     fig = figures.ch07.scale_figure()
     assert fig.axes[0].get_title() == "未缩放：$q \\cdot k$，分散程度 $\\sqrt{d_\\mathrm{head}}$"

@@ -59,7 +59,7 @@ def test_recurrent_steps_grow_with_tokens_and_all_to_all_steps_do_not():
 
 
 def test_step_of_each_unit_rejects_bad_sizes():
-    with pytest.raises(ValueError, match="n_tokens"):
+    with pytest.raises(ValueError, match="^T must be a positive int"):
         steps.step_of_each_unit(2, 0, True)
     with pytest.raises(ValueError, match="n_layers"):
         steps.step_of_each_unit(1.5, 3, False)

@@ -54,9 +54,9 @@ def _sources():
                 yield "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
 
 
-def _defined_names():
+def _defined_names(sources=None):
     names = set()
-    for source in _sources():
+    for source in _sources() if sources is None else sources:
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)
@@ -102,3 +102,39 @@ def test_one_code_name_means_one_quantity_unless_the_page_relates_them():
                 related = (any(_mentions(mean_a, s) for s in _symbols(sym_b))
                            or any(_mentions(mean_b, s) for s in _symbols(sym_a)))
                 assert related, f"`{name}` names both {sym_a} and {sym_b}, and the page does not relate them"
+
+
+def _never_names():
+    """{name: symbol} of the "Never in code" column: names other code bases use for a size."""
+    never, header = {}, None
+    for line in NOTATION.read_text().splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif "Never in code" in header and not set(cells[0]) <= {"-", ":", " "}:
+            for name in re.findall(r"`([^`]+)`", cells[header.index("Never in code")]):
+                never[name] = cells[0]
+    return never
+
+
+def test_no_code_defines_a_name_the_notation_says_it_never_uses():
+    """Names such as `seq_len` or `n_tokens` for T: no package module and no chapter defines them
+    (as a function, class, parameter, variable or attribute)."""
+    never = _never_names()
+    assert {"seq_len", "n_tokens", "num_heads", "vocab_size"} <= set(never)
+    listed = {n for _, code, _ in ROWS for n in _code_names(code)}
+    assert not set(never) & listed, set(never) & listed
+    used = {name: symbol for name, symbol in never.items() if name in DEFINED}
+    assert not used, f"the code defines names notation.md says it never uses: {used}"
+
+
+def test_the_never_check_sees_a_forbidden_parameter_variable_and_attribute():
+    """What the package had (`random_tokens(batch_size, seq_len)`, `for n_tokens in ...`) is caught."""
+    never = set(_never_names())
+    for source in ("def random_tokens(batch_size, seq_len=16):\n    return seq_len\n",
+                   "for n_tokens in (10, 100):\n    pass\n", "self.num_heads = 4\n"):
+        assert _defined_names([source]) & never, source
+    assert not _defined_names(["nn.LSTM(32, 48, num_layers=2)\n"]) & never  # torch's keyword is torch's

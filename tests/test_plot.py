@@ -46,7 +46,7 @@ def test_enable_notebook_display_is_harmless_outside_ipython():
 
 
 def test_steps_figure_draws_one_panel_per_kind_with_the_step_counts():
-    fig = figures.ch03.steps_figure(n_layers=2, n_tokens=4)
+    fig = figures.ch03.steps_figure(n_layers=2, T=4)
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ["with recurrence: 5 steps", "red connections only: 2 steps"]
 

@@ -180,7 +180,8 @@ make test-otter         # chapter 3: otter's grader scores the untouched noteboo
 `make assignments-otter` installs otter-grader 7.0.0 into its own environment
 (`.venv-otter`; it also sees the book's `.venv`, so a notebook graded here has torch and
 `beforeqkv`), builds the package's wheel (`make dist`) and runs `otter assign` on every
-chapter: 1 min 14 s in all after `make assignments`, on the same machine. The exercises, solutions and points are the ones above.
+chapter: 1 min 14 s in all after `make assignments`, on the same machine. The exercises,
+solutions and points are the ones above.
 Each coding exercise and each prediction is an otter question whose test calls the book's
 checker through `beforeqkv.checks.grading.verify`, which loads its own copy of the
 checkers: that is the students' self-check. The autograder's points never come from it: the

@@ -138,6 +138,45 @@ def train(model: nn.Module, batch_fn: Callable, steps: int, lr: float = 3e-3, op
     device: where to train (default: where the model's parameters are). The model's
     train/eval mode is restored afterwards. The loss is checked for NaN/inf at log steps.
     """
+    _check_train_args(batch_fn, steps, lr, weight_decay, grad_clip, schedule, warmup, eval_fn, eval_every,
+                      log_every)
+    groups = param_groups(model, weight_decay)
+    if not groups:
+        raise ValueError("the model has no trainable parameters")
+    params = [p for p in model.parameters() if p.requires_grad]  # model order: clipping unchanged
+    device = params[0].device if device is None else device
+    opt = _optimizer(optimizer, groups, lr, momentum)
+    sched = _scheduler(opt, steps, warmup, schedule)
+    gen, hist = torch.Generator().manual_seed(seed), History()
+    was_training = model.training
+    model.train()
+    t0, c0 = time.perf_counter(), time.process_time()
+    bar = _progress_bar(progress, steps, desc or type(model).__name__)
+    try:
+        for step in range(1, steps + 1):
+            inputs, target = _check_batch(batch_fn(gen), step)
+            inputs, target = move(inputs, device), move(target, device)
+            loss = loss_fn(model, inputs, target) if loss_fn else cross_entropy(_call(model, inputs), target)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, grad_clip)
+            opt.step()
+            sched.step()
+            if step % log_every == 0 or step == steps:
+                _log(hist, step, loss.item(), bar)  # the one host-device sync, at log steps only
+            if eval_fn is not None and (step == steps or (eval_every and step % eval_every == 0)):
+                _evaluate(model, eval_fn, hist, step)
+            bar.update(1)
+    finally:
+        bar.close()
+        model.train(was_training)
+    hist.seconds, hist.cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
+    return hist
+
+
+def _check_train_args(batch_fn, steps, lr, weight_decay, grad_clip, schedule, warmup, eval_fn, eval_every,
+                      log_every) -> None:
     check_positive(steps=steps, log_every=log_every)
     if not callable(batch_fn):
         raise ValueError("batch_fn must be callable: batch_fn(generator) -> (inputs, target)")
@@ -155,65 +194,57 @@ def train(model: nn.Module, batch_fn: Callable, steps: int, lr: float = 3e-3, op
         check_positive(eval_every=eval_every)
         if eval_fn is None:
             raise ValueError("eval_every needs an eval_fn")
-    groups = param_groups(model, weight_decay)
-    if not groups:
-        raise ValueError("the model has no trainable parameters")
-    params = [p for p in model.parameters() if p.requires_grad]  # model order: clipping unchanged
-    if device is None:
-        device = params[0].device
-    opt = _optimizer(optimizer, groups, lr, momentum)
-    sched = None
-    if warmup or schedule != "constant":
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: lr_factor(i + 1, steps, warmup, schedule))
-    gen = torch.Generator().manual_seed(seed)
-    hist = History()
-    was_training = model.training
+
+
+class _ConstantRate:
+    """The schedule of a constant learning rate without warmup: stepping it changes nothing."""
+
+    def step(self) -> None:
+        pass
+
+
+class _NoBar:
+    """The progress bar when progress is off (``BEFOREQKV_PROGRESS=0``, ``progress=False``)."""
+
+    def update(self, n: int) -> None:
+        pass
+
+    def set_postfix(self, **kwargs) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _scheduler(opt, steps: int, warmup: int, schedule: str):
+    """The learning-rate schedule: :func:`lr_factor` times each group's rate, stepped once a step."""
+    if not warmup and schedule == "constant":
+        return _ConstantRate()
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda i: lr_factor(i + 1, steps, warmup, schedule))
+
+
+def _progress_bar(progress, steps: int, desc: str):
+    if not _progress_enabled(progress):
+        return _NoBar()
+    from tqdm.auto import tqdm
+    return tqdm(total=steps, desc=desc, leave=False, mininterval=0.5)
+
+
+def _log(hist: History, step: int, value: float, bar) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"loss became {value} by step {step}: lower the learning rate")
+    hist.steps.append(step)
+    hist.loss.append(value)
+    bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+
+
+def _evaluate(model: nn.Module, eval_fn: Callable, hist: History, step: int) -> None:
+    """``eval_fn(model)`` in eval mode, recorded at ``step``; back to training mode after."""
+    model.eval()
+    with torch.no_grad():
+        hist.eval_steps.append(step)
+        hist.eval_values.append(float(eval_fn(model)))
     model.train()
-
-    def evaluate(step):
-        model.eval()
-        with torch.no_grad():
-            hist.eval_steps.append(step)
-            hist.eval_values.append(float(eval_fn(model)))
-        model.train()
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    bar = None
-    if _progress_enabled(progress):
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc=desc or type(model).__name__, leave=False, mininterval=0.5)
-    try:
-        for step in range(1, steps + 1):
-            inputs, target = _check_batch(batch_fn(gen), step)
-            inputs, target = move(inputs, device), move(target, device)
-            loss = loss_fn(model, inputs, target) if loss_fn else cross_entropy(_call(model, inputs), target)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(params, grad_clip)
-            opt.step()
-            if sched is not None:
-                sched.step()
-            if step % log_every == 0 or step == steps:
-                value = loss.item()  # the one host-device sync, at log steps only
-                if not math.isfinite(value):
-                    raise ValueError(f"loss became {value} by step {step}: lower the learning rate")
-                hist.steps.append(step)
-                hist.loss.append(value)
-                if bar is not None:
-                    bar.set_postfix(loss=f"{value:.3f}", refresh=False)
-            if eval_fn is not None and ((eval_every and step % eval_every == 0) or step == steps):
-                evaluate(step)
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-        model.train(was_training)
-    hist.seconds = time.perf_counter() - t0
-    hist.cpu_seconds = time.process_time() - c0
-    return hist
 
 
 @torch.no_grad()

@@ -22,10 +22,10 @@ from .common import (
 __all__ = ["memory_figure", "recall_figure", "read_weights_figure", "more_state_figure"]
 
 
-def memory_figure(n_tokens: int = 5):
+def memory_figure(T: int = 5):
     """A fixed memory box (chapter 1) vs a memory that keeps every state (chapter 2)."""
-    _check_tokens(n_tokens, 2, 6)
-    T, xs = n_tokens, [1.0 + 1.3 * t for t in range(n_tokens)]
+    _check_tokens(T, 2, 6)
+    xs = [1.0 + 1.3 * t for t in range(T)]
     fig, axes = _canvas((7.0, 5.0), (0, 10.2), (-0.2, 3.3), nrows=2, height_ratios=[2.5, 3.5])
     top, bottom = axes[0, 0], axes[1, 0]
     top.set_ylim(-0.2, 2.3)

@@ -15,7 +15,7 @@ def _circle(ax, center, r, color):
 
 def _draw_steps(ax, steps, recurrent: bool, r: float = 0.24):
     """Inputs at the bottom, then one row of units per layer labelled with its compute step."""
-    n_layers, n_tokens = steps.shape
+    n_layers, T = steps.shape
 
     def arrow(p, q, color, lw):
         (x0, y0), (x1, y1) = p, q
@@ -25,18 +25,18 @@ def _draw_steps(ax, steps, recurrent: bool, r: float = 0.24):
                     arrowprops=dict(arrowstyle="-|>", color=color, lw=lw, shrinkA=0, shrinkB=0))
 
     for layer in range(1, n_layers + 1):
-        for t in range(n_tokens):
+        for t in range(T):
             for j in range(t + 1):  # the all-to-all ("red") links, j <= t
                 arrow((j, layer - 1), (t, layer), COLORS[1], 0.9)
             if recurrent and t > 0:  # the left-to-right links
                 arrow((t - 1, layer), (t, layer), "black", 2.0)
-    for t in range(n_tokens):
+    for t in range(T):
         _circle(ax, (t, 0), r, "#dddddd")
         ax.text(t, 0, f"$x_{t + 1}$", ha="center", va="center", fontsize=9)
         for layer in range(1, n_layers + 1):
             _circle(ax, (t, layer), r, "white")
             ax.text(t, layer, str(int(steps[layer - 1, t])), ha="center", va="center", fontsize=10)
-    ax.set_xlim(-0.5, n_tokens - 0.5)
+    ax.set_xlim(-0.5, T - 0.5)
     ax.set_ylim(-0.5, n_layers + 0.5)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -44,14 +44,14 @@ def _draw_steps(ax, steps, recurrent: bool, r: float = 0.24):
     ax.set_title(title.format(n=int(steps.max())))
 
 
-def steps_figure(n_layers: int = 2, n_tokens: int = 4):
-    """Two diagrams of ``n_layers`` x ``n_tokens`` units, each labelled with the step it can run
+def steps_figure(n_layers: int = 2, T: int = 4):
+    """Two diagrams of ``n_layers`` x ``T`` units, each labelled with the step it can run
     at: with left-to-right recurrence, and with the all-to-all links only (chapter 3)."""
     from ..measure.steps import step_of_each_unit
 
     fig, axes = new_figure(1, 2, figsize=(7.5, 1.2 + 0.95 * n_layers))
     for ax, recurrent in zip(axes, (True, False)):
-        _draw_steps(ax, step_of_each_unit(n_layers, n_tokens, recurrent), recurrent)
+        _draw_steps(ax, step_of_each_unit(n_layers, T, recurrent), recurrent)
     return fig
 
 

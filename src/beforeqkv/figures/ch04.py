@@ -19,12 +19,11 @@ from .common import (
 __all__ = ["mixing_figure", "routing_figure", "pointer_weights_figure", "pointer_row_figure"]
 
 
-def mixing_figure(n_tokens: int = 5, focus: int = 3, seed: int = 0):
+def mixing_figure(T: int = 5, focus: int = 3, seed: int = 0):
     """All-to-all mixing ``y_i = sum_j w_ij x_j`` (chapters 3-4): lines and the matrix of w_ij."""
-    _check_tokens(n_tokens)
-    if not isinstance(focus, int) or not 1 <= focus <= n_tokens:
-        raise ValueError(f"focus must be an output index from 1 to n_tokens={n_tokens}, got {focus!r}")
-    T = n_tokens
+    _check_tokens(T)
+    if not isinstance(focus, int) or not 1 <= focus <= T:
+        raise ValueError(f"focus must be an output index from 1 to T={T}, got {focus!r}")
     scores = np.random.default_rng(seed).normal(size=(T, T)) * 1.2
     w = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)        # (T, T), rows sum to 1
     fig, (ax, mat) = new_figure(1, 2, figsize=(7.0, 3.6), width_ratios=[1.25, 1])

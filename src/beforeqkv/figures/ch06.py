@@ -35,12 +35,11 @@ def _grid(ax, x0, y0, size, T, cell_fill, label):
     ax.text(x0 + size / 2, y0 - 0.25, label, ha="center", va="top", fontsize=FONT)
 
 
-def heads_figure(n_heads: int = 2, n_tokens: int = 4):
+def heads_figure(n_heads: int = 2, T: int = 4):
     """One full matrix per pair vs heads with shared low-rank maps W_O^h W_V^h (chapter 6)."""
-    _check_tokens(n_tokens, 2, 6)
+    _check_tokens(T, 2, 6)
     if not isinstance(n_heads, int) or not 1 <= n_heads <= 3:
         raise ValueError(f"n_heads must be 1, 2 or 3 (to stay legible), got {n_heads!r}")
-    T = n_tokens
     fig, axes = _canvas((7.0, 4.4), (0, 10.4), (-1.2, 5.4), ncols=1)
     ax = axes[0, 0]
     ax.text(2.0, 5.1, _("one matrix per pair"), ha="center", fontsize=12, fontweight="bold")

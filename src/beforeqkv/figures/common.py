@@ -171,9 +171,9 @@ def _done(fig, name):
     return fig
 
 
-def _check_tokens(n_tokens, lo=2, hi=8):
-    if not isinstance(n_tokens, int) or not lo <= n_tokens <= hi:
-        raise ValueError(f"n_tokens must be an int from {lo} to {hi} (to stay legible), got {n_tokens!r}")
+def _check_tokens(T, lo=2, hi=8):
+    if not isinstance(T, int) or not lo <= T <= hi:
+        raise ValueError(f"T must be an int from {lo} to {hi} (to stay legible), got {T!r}")
 
 
 def argument_map():

@@ -59,24 +59,24 @@ def sequential_depth(output: torch.Tensor) -> int:
     return depth[root]
 
 
-def step_of_each_unit(n_layers: int, n_tokens: int, recurrent: bool) -> torch.Tensor:
+def step_of_each_unit(n_layers: int, T: int, recurrent: bool) -> torch.Tensor:
     """The step at which each unit of a stacked network can be computed, given unlimited processors.
 
     Unit (l, t) (layer l, position t) reads the layer below at every position j <= t
     (the all-to-all links) and, if ``recurrent``, also its left neighbour (l, t - 1).
     Its step is 1 + the latest step among its inputs; the inputs (layer 0) are given.
-    Returns an int64 tensor (n_layers, n_tokens). The largest entry is
-    ``n_layers + n_tokens - 1`` with recurrence and ``n_layers`` without it.
+    Returns an int64 tensor (n_layers, T). The largest entry is
+    ``n_layers + T - 1`` with recurrence and ``n_layers`` without it.
     """
-    check_positive(n_layers=n_layers, n_tokens=n_tokens)
-    steps = torch.zeros(n_layers + 1, n_tokens, dtype=torch.int64)  # row 0: the inputs, step 0
+    check_positive(n_layers=n_layers, T=T)
+    steps = torch.zeros(n_layers + 1, T, dtype=torch.int64)  # row 0: the inputs, step 0
     for layer in range(1, n_layers + 1):
-        for t in range(n_tokens):
+        for t in range(T):
             ready = steps[layer - 1, : t + 1].max()  # the layer below, positions j <= t
             if recurrent and t > 0:
                 ready = torch.maximum(ready, steps[layer, t - 1])  # the left-to-right link
             steps[layer, t] = ready + 1
-    return steps[1:]  # (n_layers, n_tokens)
+    return steps[1:]  # (n_layers, T)
 
 
 def time_forward_backward(model: torch.nn.Module, x: torch.Tensor, repeats: int = 5, warmup: int = 1,

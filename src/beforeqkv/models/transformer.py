@@ -248,25 +248,8 @@ class GPT(Transformer):
         ``stop_token``: stop once every sequence has written it (it is kept; a sequence
         that stopped early repeats it while the others go on), so fewer tokens may come back.
         """
-        if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
-        check_finite_number("temperature", temperature, low=0)
-        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
-            raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
-        if stop_token is not None and (not isinstance(stop_token, int) or isinstance(stop_token, bool)
-                                       or not 0 <= stop_token < self.config.d_vocab):
-            raise ValueError(f"stop_token must be a token id in [0, {self.config.d_vocab}) or None, "
-                             f"got {stop_token!r}")
-        if not self.config.causal:
-            raise ValueError("generate() needs a causal model (config.causal=True)")
-        if not isinstance(tokens, torch.Tensor) or tokens.dim() not in (1, 2) or tokens.is_floating_point():
-            got = getattr(tokens, "shape", tokens)
-            raise ValueError(f"tokens must be a (B, T0) or (T0,) integer tensor, got {got!r}")
-        squeeze = tokens.dim() == 1
-        seq = tokens.unsqueeze(0) if squeeze else tokens  # (B, T0)
+        seq, squeeze = self._check_generate_args(tokens, max_new_tokens, temperature, top_k, stop_token)
         n_ctx = self.config.n_ctx
-        if seq.shape[1] < 1:
-            raise ValueError("generate() needs at least one prompt token")
         was_training = self.training
         self.eval()
         cache = KVCache(capacity=min(n_ctx, seq.shape[1] + max_new_tokens)) if use_cache else None
@@ -287,6 +270,26 @@ class GPT(Transformer):
                 logits = self._last_logits(seq[:, -n_ctx:], None)
         self.train(was_training)
         return seq[0] if squeeze else seq
+
+    def _check_generate_args(self, tokens, max_new_tokens, temperature, top_k, stop_token):
+        """(prompt as (B, T0), whether it came as (T0,)), after checking every argument of :meth:`generate`."""
+        if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
+        check_finite_number("temperature", temperature, low=0)
+        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
+            raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
+        if stop_token is not None and (not isinstance(stop_token, int) or isinstance(stop_token, bool)
+                                       or not 0 <= stop_token < self.config.d_vocab):
+            raise ValueError(f"stop_token must be a token id in [0, {self.config.d_vocab}) or None, "
+                             f"got {stop_token!r}")
+        if not self.config.causal:
+            raise ValueError("generate() needs a causal model (config.causal=True)")
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() not in (1, 2) or tokens.is_floating_point():
+            got = getattr(tokens, "shape", tokens)
+            raise ValueError(f"tokens must be a (B, T0) or (T0,) integer tensor, got {got!r}")
+        if tokens.shape[-1] < 1:
+            raise ValueError("generate() needs at least one prompt token")
+        return (tokens.unsqueeze(0), True) if tokens.dim() == 1 else (tokens, False)
 
     def _last_logits(self, tokens: torch.Tensor, kv_cache: KVCache | None) -> torch.Tensor:
         """Logits at the last position only: (B, T) -> (B, d_vocab); ``W_U`` skips the rest."""

@@ -153,60 +153,20 @@ class GGUFFile:
             raise ValueError(f"GGUFFile needs the file's bytes or a np.memmap of it, got {type(data).__name__}")
         data = self.data = memoryview(data).cast("B")  # (n_bytes,)
         r = _Reader(data)
-        magic = bytes(data[:4])
-        if len(data) < 4 or magic != MAGIC:
-            raise ValueError(f"{source} is not a GGUF file: it starts with {magic!r}, not {MAGIC!r}")
-        r.pos = 4
-        self.version = r.unpack("<I", "the version")
-        if self.version not in VERSIONS:
-            raise ValueError(f"unsupported GGUF version {self.version} in {source}: this reader handles {VERSIONS}")
-        n_tensors = r.unpack("<Q", "the tensor count")
-        n_kv = r.unpack("<Q", "the metadata count")
-        left = len(data) - r.pos
-        if n_kv * 13 > left:  # a key-value pair takes at least 8 + 1 + 4 bytes
-            raise ValueError(f"GGUF header claims {n_kv} metadata entries, impossible in {left} bytes")
-        if n_tensors * 24 > left:  # a tensor entry takes at least 8 + 4 + 4 + 8 bytes
-            raise ValueError(f"GGUF header claims {n_tensors} tensors, impossible in {left} bytes")
+        self.version, n_tensors, n_kv = _counts(r, source)
         self.metadata = {}
         for i in range(n_kv):
             key = r.string(f"metadata key #{i}")
             vtype = r.unpack("<I", f"the type of {key!r}")
             self.metadata[key] = r.value(vtype, f"metadata {key!r}")
-        infos = []
-        for i in range(n_tensors):
-            name = r.string(f"tensor name #{i}")
-            n_dims = r.unpack("<I", f"the number of dims of {name!r}")
-            if not 1 <= n_dims <= MAX_DIMS:
-                raise ValueError(f"GGUF tensor {name!r} has {n_dims} dims (expected 1..{MAX_DIMS})")
-            dims = [r.unpack("<Q", f"dim {d} of {name!r}") for d in range(n_dims)]
-            gtype = r.unpack("<I", f"the type of {name!r}")
-            offset = r.unpack("<Q", f"the offset of {name!r}")
-            infos.append((name, dims, gtype, offset))
+        infos = [_tensor_entry(r, i) for i in range(n_tensors)]
         align = self.metadata.get("general.alignment", 32)
         if not isinstance(align, int) or isinstance(align, bool) or align < 1 or align & (align - 1):
             raise ValueError(f"GGUF alignment must be a power of two, got {align!r}")
         self.alignment = align
         self.data_start = -(-r.pos // self.alignment) * self.alignment
-        self.tensors = {}
-        for name, dims, gtype, offset in infos:
-            if gtype not in GGML_TYPES:
-                known = _KNOWN_UNSUPPORTED.get(gtype, f"type id {gtype}")
-                raise ValueError(f"GGUF tensor {name!r} uses the unsupported quantisation {known}: this reader "
-                                 f"handles {sorted(t[0] for t in GGML_TYPES.values())}")
-            _, per_block, block_bytes = GGML_TYPES[gtype]
-            n = 1
-            for d in dims:
-                if d < 1 or d > len(data) * 2:  # no element takes less than half a byte
-                    raise ValueError(f"GGUF tensor {name!r} has an impossible dimension {d}")
-                n *= d
-            if dims[0] % per_block:
-                raise ValueError(f"GGUF tensor {name!r}: rows of {dims[0]} do not split into blocks of {per_block}")
-            nbytes = n // per_block * block_bytes
-            start = self.data_start + offset
-            if start + nbytes > len(data):
-                raise ValueError(f"GGUF tensor {name!r} ({nbytes} bytes at offset {start}) runs past the end "
-                                 f"of the file ({len(data)} bytes): truncated or corrupt")
-            self.tensors[name] = TensorInfo(name, tuple(reversed(dims)), gtype, start, nbytes)
+        self.tensors = {name: _tensor_info(name, dims, gtype, self.data_start + offset, len(data))
+                        for name, dims, gtype, offset in infos}
 
     def __repr__(self):
         # the file's name only: a full path would print the machine the book was built on
@@ -346,3 +306,55 @@ def read_gguf(path: str | Path) -> GGUFFile:
     if path.stat().st_size == 0:  # nothing to map
         raise ValueError(f"{path} is not a GGUF file: it is empty")
     return GGUFFile(np.memmap(path, dtype=np.uint8, mode="r"), source=str(path))
+
+
+def _counts(r: "_Reader", source: str) -> tuple[int, int, int]:
+    """(version, tensor count, metadata count) from the start of a GGUF file, checked."""
+    magic = bytes(r.data[:4])
+    if len(r.data) < 4 or magic != MAGIC:
+        raise ValueError(f"{source} is not a GGUF file: it starts with {magic!r}, not {MAGIC!r}")
+    r.pos = 4
+    version = r.unpack("<I", "the version")
+    if version not in VERSIONS:
+        raise ValueError(f"unsupported GGUF version {version} in {source}: this reader handles {VERSIONS}")
+    n_tensors = r.unpack("<Q", "the tensor count")
+    n_kv = r.unpack("<Q", "the metadata count")
+    left = len(r.data) - r.pos
+    if n_kv * 13 > left:  # a key-value pair takes at least 8 + 1 + 4 bytes
+        raise ValueError(f"GGUF header claims {n_kv} metadata entries, impossible in {left} bytes")
+    if n_tensors * 24 > left:  # a tensor entry takes at least 8 + 4 + 4 + 8 bytes
+        raise ValueError(f"GGUF header claims {n_tensors} tensors, impossible in {left} bytes")
+    return version, n_tensors, n_kv
+
+
+def _tensor_entry(r: "_Reader", i: int) -> tuple[str, list, int, int]:
+    """(name, dims, type id, offset) of the i-th tensor entry."""
+    name = r.string(f"tensor name #{i}")
+    n_dims = r.unpack("<I", f"the number of dims of {name!r}")
+    if not 1 <= n_dims <= MAX_DIMS:
+        raise ValueError(f"GGUF tensor {name!r} has {n_dims} dims (expected 1..{MAX_DIMS})")
+    dims = [r.unpack("<Q", f"dim {d} of {name!r}") for d in range(n_dims)]
+    gtype = r.unpack("<I", f"the type of {name!r}")
+    offset = r.unpack("<Q", f"the offset of {name!r}")
+    return name, dims, gtype, offset
+
+
+def _tensor_info(name: str, dims: list, gtype: int, start: int, file_bytes: int) -> "TensorInfo":
+    """A tensor's :class:`TensorInfo`, once its type, dims and extent in the file are checked."""
+    if gtype not in GGML_TYPES:
+        known = _KNOWN_UNSUPPORTED.get(gtype, f"type id {gtype}")
+        raise ValueError(f"GGUF tensor {name!r} uses the unsupported quantisation {known}: this reader "
+                         f"handles {sorted(t[0] for t in GGML_TYPES.values())}")
+    _, per_block, block_bytes = GGML_TYPES[gtype]
+    n = 1
+    for d in dims:
+        if d < 1 or d > file_bytes * 2:  # no element takes less than half a byte
+            raise ValueError(f"GGUF tensor {name!r} has an impossible dimension {d}")
+        n *= d
+    if dims[0] % per_block:
+        raise ValueError(f"GGUF tensor {name!r}: rows of {dims[0]} do not split into blocks of {per_block}")
+    nbytes = n // per_block * block_bytes
+    if start + nbytes > file_bytes:
+        raise ValueError(f"GGUF tensor {name!r} ({nbytes} bytes at offset {start}) runs past the end "
+                         f"of the file ({file_bytes} bytes): truncated or corrupt")
+    return TensorInfo(name, tuple(reversed(dims)), gtype, start, nbytes)

@@ -60,30 +60,39 @@ def parse_header(header: bytes, data_bytes: int) -> tuple[dict, dict]:
     metadata = obj.pop("__metadata__", {})
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise ValueError("safetensors __metadata__ must map names to strings")
-    entries = {}
-    for name, info in obj.items():
-        where = f"safetensors tensor {name!r}"
-        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
-            raise ValueError(f"{where}: needs exactly the fields dtype, shape, data_offsets, got {info!r:.80}")
-        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-        if dtype not in DTYPES:
-            raise ValueError(f"{where}: unknown dtype {dtype!r}; this reader knows {sorted(DTYPES)}")
-        if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
-            raise ValueError(f"{where}: shape must be a list of non-negative ints, got {shape!r:.80}")
-        if (not isinstance(offsets, list) or len(offsets) != 2
-                or not all(type(o) is int and o >= 0 for o in offsets)):
-            raise ValueError(f"{where}: data_offsets must be [begin, end] (non-negative ints), got {offsets!r:.80}")
-        begin, end = offsets
-        size = DTYPES[dtype][1]
-        if not begin <= end <= data_bytes:
-            raise ValueError(f"{where}: data_offsets [{begin}, {end}] point past the end of the data "
-                             f"({data_bytes} bytes): the file is truncated or the header is corrupt")
-        if begin % size:
-            raise ValueError(f"{where}: offset {begin} is not a multiple of the {dtype} element size {size}")
-        if math.prod(shape) * size != end - begin:
-            raise ValueError(f"{where}: shape {shape} of {dtype} needs {math.prod(shape) * size} bytes, "
-                             f"but data_offsets give {end - begin}")
-        entries[name] = (dtype, tuple(shape), begin, end)
+    entries = {name: _entry(name, info, data_bytes) for name, info in obj.items()}
+    _check_layout(entries, data_bytes)
+    return entries, metadata
+
+
+def _entry(name: str, info, data_bytes: int) -> tuple[str, tuple, int, int]:
+    """(dtype name, shape, begin, end) of one tensor's header entry, checked on its own."""
+    where = f"safetensors tensor {name!r}"
+    if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
+        raise ValueError(f"{where}: needs exactly the fields dtype, shape, data_offsets, got {info!r:.80}")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if dtype not in DTYPES:
+        raise ValueError(f"{where}: unknown dtype {dtype!r}; this reader knows {sorted(DTYPES)}")
+    if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
+        raise ValueError(f"{where}: shape must be a list of non-negative ints, got {shape!r:.80}")
+    if (not isinstance(offsets, list) or len(offsets) != 2
+            or not all(type(o) is int and o >= 0 for o in offsets)):
+        raise ValueError(f"{where}: data_offsets must be [begin, end] (non-negative ints), got {offsets!r:.80}")
+    begin, end = offsets
+    size = DTYPES[dtype][1]
+    if not begin <= end <= data_bytes:
+        raise ValueError(f"{where}: data_offsets [{begin}, {end}] point past the end of the data "
+                         f"({data_bytes} bytes): the file is truncated or the header is corrupt")
+    if begin % size:
+        raise ValueError(f"{where}: offset {begin} is not a multiple of the {dtype} element size {size}")
+    if math.prod(shape) * size != end - begin:
+        raise ValueError(f"{where}: shape {shape} of {dtype} needs {math.prod(shape) * size} bytes, "
+                         f"but data_offsets give {end - begin}")
+    return dtype, tuple(shape), begin, end
+
+
+def _check_layout(entries: dict, data_bytes: int) -> None:
+    """The tensors tile the data exactly: no overlap, no gap, nothing after the last one."""
     position = 0
     for name, (_, _, begin, end) in sorted(entries.items(), key=lambda item: (item[1][2], item[1][3])):
         if begin < position:
@@ -95,7 +104,6 @@ def parse_header(header: bytes, data_bytes: int) -> tuple[dict, dict]:
     if position != data_bytes:
         raise ValueError(f"safetensors data has {data_bytes - position} bytes after the last tensor "
                          f"(tensors end at {position}, data is {data_bytes} bytes)")
-    return entries, metadata
 
 
 def _header_length(first8: bytes, total: int, what: str) -> int:

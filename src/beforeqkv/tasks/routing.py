@@ -19,32 +19,32 @@ from ._util import check_generator, check_positive, distinct_ids, move
 __all__ = ["fixed_position", "salient_token", "pointer", "ROUTING_TASKS", "triads", "triad_successor"]
 
 
-def _check_routing(batch_size, n_tokens, d_vocab):
-    check_positive(batch_size=batch_size, n_tokens=n_tokens, d_vocab=d_vocab)
+def _check_routing(batch_size, T, d_vocab):
+    check_positive(batch_size=batch_size, T=T, d_vocab=d_vocab)
 
 
-def fixed_position(batch_size: int, n_tokens: int = 16, d_vocab: int = 16, position: int = 5,
+def fixed_position(batch_size: int, T: int = 16, d_vocab: int = 16, position: int = 5,
                    generator: torch.Generator | None = None, device=None):
     """Read the token at a fixed position: ``((tokens, query), target)``.
 
-    tokens are i.i.d. uniform ids < d_vocab; the query is a random id < n_tokens that
+    tokens are i.i.d. uniform ids < d_vocab; the query is a random id < T that
     carries no information; the target is ``tokens[:, position]``. Chance is 1/d_vocab.
 
-    Example (n_tokens=6, position=2): tokens [3, 9, 14, 0, 9, 5], query 4 -> target 14.
+    Example (T=6, position=2): tokens [3, 9, 14, 0, 9, 5], query 4 -> target 14.
 
     Returns tokens (B, T), query (B,), target (B,), all int64. Chapter 4.
     """
-    _check_routing(batch_size, n_tokens, d_vocab)
-    if not isinstance(position, int) or not 0 <= position < n_tokens:
-        raise ValueError(f"position must be an int in [0, {n_tokens}), got {position!r}")
+    _check_routing(batch_size, T, d_vocab)
+    if not isinstance(position, int) or not 0 <= position < T:
+        raise ValueError(f"position must be an int in [0, {T}), got {position!r}")
     g = check_generator(generator)
-    tokens = torch.randint(d_vocab, (batch_size, n_tokens), generator=g)  # (B, T)
-    query = torch.randint(n_tokens, (batch_size,), generator=g)  # (B,) noise
+    tokens = torch.randint(d_vocab, (batch_size, T), generator=g)  # (B, T)
+    query = torch.randint(T, (batch_size,), generator=g)  # (B,) noise
     target = tokens[:, position]  # (B,)
     return move((tokens, query), device), move((target,), device)[0]
 
 
-def salient_token(batch_size: int, n_tokens: int = 16, d_vocab: int = 16,
+def salient_token(batch_size: int, T: int = 16, d_vocab: int = 16,
                   generator: torch.Generator | None = None, device=None):
     """Read the one *marked* token, wherever it is: ``((tokens, query), target)``.
 
@@ -53,39 +53,39 @@ def salient_token(batch_size: int, n_tokens: int = 16, d_vocab: int = 16,
     position. The target is the marked token's id (so chance is 2/d_vocab). The query
     is noise. The marked token identifies itself by its content.
 
-    Example (n_tokens=6, d_vocab=16): tokens [3, 0, 7, 12, 5, 1], query 0 -> target 12.
+    Example (T=6, d_vocab=16): tokens [3, 0, 7, 12, 5, 1], query 0 -> target 12.
 
     Returns tokens (B, T), query (B,), target (B,), all int64. Chapter 4.
     """
-    _check_routing(batch_size, n_tokens, d_vocab)
+    _check_routing(batch_size, T, d_vocab)
     if d_vocab < 2 or d_vocab % 2:
         raise ValueError(f"d_vocab must be even and >= 2 (background + marked halves), got {d_vocab}")
     g = check_generator(generator)
     half = d_vocab // 2
-    tokens = torch.randint(half, (batch_size, n_tokens), generator=g)  # (B, T) background
-    where = torch.randint(n_tokens, (batch_size,), generator=g)  # (B,)
+    tokens = torch.randint(half, (batch_size, T), generator=g)  # (B, T) background
+    where = torch.randint(T, (batch_size,), generator=g)  # (B,)
     marked = half + torch.randint(half, (batch_size,), generator=g)  # (B,)
     rows = torch.arange(batch_size)
     tokens[rows, where] = marked
-    query = torch.randint(n_tokens, (batch_size,), generator=g)  # (B,) noise
+    query = torch.randint(T, (batch_size,), generator=g)  # (B,) noise
     return move((tokens, query), device), move((marked,), device)[0]
 
 
-def pointer(batch_size: int, n_tokens: int = 16, d_vocab: int = 16,
+def pointer(batch_size: int, T: int = 16, d_vocab: int = 16,
             generator: torch.Generator | None = None, device=None):
     """The query names the position to read: ``((tokens, query), target)``.
 
-    tokens are i.i.d. uniform ids < d_vocab; the query is a position p < n_tokens;
+    tokens are i.i.d. uniform ids < d_vocab; the query is a position p < T;
     the target is ``tokens[:, p]``. Where to look changes with every question.
 
-    Example (n_tokens=6): tokens [3, 9, 14, 0, 9, 5], query 3 -> target 0.
+    Example (T=6): tokens [3, 9, 14, 0, 9, 5], query 3 -> target 0.
 
     Returns tokens (B, T), query (B,), target (B,), all int64. Chapter 4.
     """
-    _check_routing(batch_size, n_tokens, d_vocab)
+    _check_routing(batch_size, T, d_vocab)
     g = check_generator(generator)
-    tokens = torch.randint(d_vocab, (batch_size, n_tokens), generator=g)  # (B, T)
-    query = torch.randint(n_tokens, (batch_size,), generator=g)  # (B,)
+    tokens = torch.randint(d_vocab, (batch_size, T), generator=g)  # (B, T)
+    query = torch.randint(T, (batch_size,), generator=g)  # (B,)
     target = tokens[torch.arange(batch_size), query]  # (B,)
     return move((tokens, query), device), move((target,), device)[0]
 
