@@ -175,7 +175,9 @@ def test_the_weights_are_laid_out_for_one_token_decoding_with_the_same_numbers(l
     assert len(linears) == 30 * 7 + 1
     assert all(m.weight.t().stride(-1) == 1 and m.weight.stride(-1) != 1 for m in linears)  # rows of W.T
     assert lm.model.W_U.weight is lm.model.W_E.weight
+    from beforeqkv import decode
     for block in lm.model.blocks:  # W_Q, W_K, W_V side by side in one buffer; W_gate, W_in in another
+        assert type(block.attn) is decode.JoinedAttention and type(block.mlp) is decode.JoinedMLP
         for module, names in ((block.attn, ("W_Q", "W_K", "W_V")), (block.mlp, ("W_gate", "W_in"))):
             buffer = module._joined[1]
             starts = [getattr(module, n).weight.data_ptr() for n in names]
@@ -196,43 +198,59 @@ def test_the_joined_linears_give_the_separate_linears_numbers_and_step_aside_whe
 
     import torch.nn as nn
 
-    from beforeqkv import _joined
+    from beforeqkv import decode
     from beforeqkv.attention import MultiHeadAttention
     from beforeqkv.models.blocks import MLP
     block = lm.model.blocks[3]
     x = torch.randn(2, 5, block.attn.d_model)
     with torch.no_grad():
         for module, names in ((block.attn, ("W_Q", "W_K", "W_V")), (block.mlp, ("W_gate", "W_in"))):
-            outs = _joined.outputs(module, x)
+            outs = decode.outputs(module, x)
             assert len(outs) == len(names)
             for out, name in zip(outs, names):
                 torch.testing.assert_close(out, getattr(module, name)(x), atol=1e-5, rtol=0)
-        assert _joined.outputs(copy.deepcopy(block.attn), x) is None  # the copy's weights are copies
+        assert decode.outputs(copy.deepcopy(block.attn), x) is None  # the copy's weights are copies
     attn = MultiHeadAttention(8, 2, n_kv_heads=1, bias=False)
-    assert _joined.join(attn, ("W_Q", "W_K", "W_V"))
+    decode.decode_layout(nn.ModuleList([attn]))
+    assert type(attn) is decode.JoinedAttention and attn._joined is not None
     x = torch.randn(2, 3, 8)
-    assert _joined.outputs(attn, x) is None  # its weights require grad: not while autograd records
+    assert decode.outputs(attn, x) is None  # its weights require grad: not while autograd records
     with torch.no_grad():
         before = attn(x)
         attn.W_K.weight = nn.Parameter(torch.zeros_like(attn.W_K.weight))
         assert not torch.allclose(attn(x), before)  # the new W_K is used...
         assert attn._joined is None  # ... and the stale buffer never again
     mlp = MLP(8, 12, activation="swiglu", bias=False)
-    assert _joined.join(mlp, ("W_gate", "W_in"))
+    decode.decode_layout(nn.ModuleList([mlp]))
+    assert type(mlp) is decode.JoinedMLP
     mlp(x).sum().backward()  # autograd records: the separate linears, so the gradients reach them
     assert mlp.W_gate.weight.grad.abs().sum() > 0 and mlp.W_in.weight.grad.abs().sum() > 0
     mlp.requires_grad_(False)
     torch.testing.assert_close(mlp(x), mlp.W_out(torch.nn.functional.silu(mlp.W_gate(x)) * mlp.W_in(x)))
-    assert _joined.outputs(mlp, x) is not None
+    assert decode.outputs(mlp, x) is not None
 
 
 def test_join_leaves_linears_with_a_bias_or_other_inputs_alone():
     import torch.nn as nn
 
-    from beforeqkv import _joined
+    from beforeqkv import decode
     from beforeqkv.attention import MultiHeadAttention
     attn = MultiHeadAttention(8, 2, bias=True)
-    assert not _joined.join(attn, ("W_Q", "W_K", "W_V")) and getattr(attn, "_joined", None) is None
+    assert not decode.join(attn, ("W_Q", "W_K", "W_V")) and getattr(attn, "_joined", None) is None
+    decode.decode_layout(nn.ModuleList([attn]))
+    assert type(attn) is MultiHeadAttention  # nothing to join: the teaching class stays
     mixed = nn.Module()
     mixed.a, mixed.b = nn.Linear(4, 3, bias=False), nn.Linear(5, 3, bias=False)
-    assert not _joined.join(mixed, ("a", "b"))
+    assert not decode.join(mixed, ("a", "b"))
+
+
+def test_the_teaching_classes_know_nothing_of_the_decode_speedups():
+    """attention.py and models/blocks.py (chapters 6, 8, 9) hold no decode trick: the joined
+    products and the transposed layout live in beforeqkv.decode, which chapter 11 names."""
+    from pathlib import Path
+
+    import beforeqkv
+    root = Path(beforeqkv.__file__).parent
+    for name in ("attention.py", "models/blocks.py", "models/transformer.py"):
+        text = (root / name).read_text(encoding="utf-8")
+        assert "_joined" not in text and "decode_layout" not in text and "from . import decode" not in text, name

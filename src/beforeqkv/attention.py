@@ -15,7 +15,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import _joined
 from ._validate import check_positive
 
 __all__ = [
@@ -311,6 +310,10 @@ class MultiHeadAttention(nn.Module):
         self.W_V = nn.Linear(d_model, n_kv_heads * d_head, bias=bias)
         self.W_O = nn.Linear(n_heads * d_head, d_model, bias=bias)
 
+    def project(self, x: torch.Tensor, src: torch.Tensor):
+        """Queries from x, keys and values from src (x itself, or the context of cross-attention)."""
+        return self.W_Q(x), self.W_K(src), self.W_V(src)  # (B, T, H d_head), (B, S, H_kv d_head) twice
+
     def _split(self, x: torch.Tensor, n: int) -> torch.Tensor:
         b, t, _ = x.shape
         return x.view(b, t, n, self.d_head).transpose(1, 2)  # (B, n, T, d_head)
@@ -329,8 +332,7 @@ class MultiHeadAttention(nn.Module):
         src = x if context is None else context
         if src.dim() != 3 or src.shape[0] != x.shape[0] or src.shape[-1] != self.d_model:
             raise ValueError(f"context must have shape (B={x.shape[0]}, S, {self.d_model}), got {tuple(src.shape)}")
-        qkv = _joined.outputs(self, x) if context is None else None  # one product if decode_layout joined them
-        q, k, v = qkv if qkv is not None else (self.W_Q(x), self.W_K(src), self.W_V(src))
+        q, k, v = self.project(x, src)
         q = self._split(q, self.n_heads)  # (B, H, T, d_head)
         k = self._split(k, self.n_kv_heads)  # (B, H_kv, S, d_head)
         v = self._split(v, self.n_kv_heads)  # (B, H_kv, S, d_head)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from .. import _joined
 from .._validate import check_positive
 
 __all__ = ["RMSNorm", "MLP", "make_norm", "NORMS", "ACTIVATIONS"]
@@ -69,9 +68,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.activation == "swiglu":
-            gate_in = _joined.outputs(self, x)  # one product if decode_layout joined them
-            g, h = gate_in if gate_in is not None else (self.W_gate(x), self.W_in(x))  # (..., d_mlp) each
-            return self.W_out(F.silu(g) * h)  # (..., d_model)
+            return self.W_out(F.silu(self.W_gate(x)) * self.W_in(x))  # (..., d_model)
         h = self.W_in(x)  # (..., d_mlp)
         if self.activation == "relu":
             h = F.relu(h)

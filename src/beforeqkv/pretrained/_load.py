@@ -20,9 +20,6 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
-from .._joined import join
-from ..attention import MultiHeadAttention
-from ..models.blocks import MLP
 from ..models.transformer import Transformer, TransformerConfig
 
 __all__ = ["expand", "rename", "build"]
@@ -108,34 +105,3 @@ def build(cls: type[Transformer], config: TransformerConfig, state: dict, device
         raise ValueError(f"nothing was loaded into {left[:4]}: they are still on the meta device")
     model.eval().requires_grad_(False)  # for reading, not training
     return model if device is None else model.to(device)
-
-
-def decode_layout(model: nn.Module) -> nn.Module:
-    """Lay every linear weight of ``model`` out for decoding one token at a time, in place.
-
-    A weight keeps its shape (out, in) and its numbers, but is stored transposed, (in, out)
-    in memory: ``x @ W.T`` then reads W row after row, which on a CPU runs the
-    matrix-vector products of one-token decoding about 1.5x faster (they are bound by
-    memory, and every weight is read once per token). The logits change only by float
-    rounding (the sums run in another order). A model not on the CPU comes back unchanged.
-
-    Linears that read the same input are stored side by side in one buffer (W_Q, W_K and
-    W_V; SwiGLU's W_gate and W_in; :mod:`beforeqkv._joined`), each weight a view of its
-    block, so one product computes them all: one call and one pass over memory instead
-    of three (each weight keeps its name, shape and numbers).
-    """
-    if next(model.parameters()).device.type != "cpu":
-        return model
-    for module in model.modules():
-        if isinstance(module, MultiHeadAttention):
-            join(module, ("W_Q", "W_K", "W_V"))
-        elif isinstance(module, MLP) and module.W_gate is not None:
-            join(module, ("W_gate", "W_in"))
-    for module in model.modules():  # the joined weights are (in, out) views already: not contiguous
-        if isinstance(module, nn.Linear) and module.weight.is_contiguous():
-            w = module.weight
-            module.weight = nn.Parameter(w.detach().t().contiguous().t(), requires_grad=w.requires_grad)
-    tied = getattr(model, "W_U", None) is not None and getattr(model, "W_E", None) is not None
-    if tied and getattr(getattr(model, "config", None), "tie_embeddings", False):
-        model.W_E.weight = model.W_U.weight  # one tensor again
-    return model

@@ -16,7 +16,8 @@ import torch
 
 from ..models.transformer import GPT, TransformerConfig
 from ._files import require
-from ._load import build, decode_layout, rename
+from ..decode import decode_layout
+from ._load import build, rename
 from .bpe import BPETokenizer
 from .gguf import GGUFFile, read_gguf
 
