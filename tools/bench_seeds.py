@@ -157,6 +157,7 @@ def ch01(seed: int, device) -> list[Claim]:
     acc_twice = train.accuracy(lstm_8, held_out(8))
     c.at_least("LSTM N = 8: 2000 steps - 1000 steps", acc_twice - acc_lstm[8], 0.1)
     c.at_least("N = 8: attention - LSTM after 2000 steps", acc_attn[8] - acc_twice, 0.2)
+    c.at_least("N = 8: attention - LSTM of d_hid 128", acc_attn[8] - acc_hid[128], 0.2)
     return c.rows
 
 
