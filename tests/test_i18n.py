@@ -422,8 +422,14 @@ def english_words(text: str) -> set[str]:
     return {w.lower() for w in WORD.findall(text)} - {"figure", "table"}
 
 
+CODE_NAME = re.compile(r"\S*[_.\[\]()]\S*")  # seq_len, norm.weight, W_in.weight[u]: names, not prose
+
+
 def is_english_prose(block: str) -> bool:
-    return len(WORD.findall(block)) >= 3 and not re.search(r"[\u4e00-\u9fff]", block)
+    """Three English words or more, none of them Chinese; code names (a table cell of
+    identifiers, such as notation's) are not words."""
+    words = WORD.findall(CODE_NAME.sub(" ", block))
+    return len(words) >= 3 and not re.search(r"[\u4e00-\u9fff]", block)
 
 
 @pytest.mark.parametrize("page", TRANSLATED)
