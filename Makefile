@@ -59,7 +59,8 @@ unit: $(STAMP)
 
 # Execute every chapter once per edition (into scratch copies, so book/ stays stripped):
 # English into _exec, and, at the same time on the second core, with BEFOREQKV_LANG=zh_CN
-# (checker hints, banner, figure words in Chinese) into _exec_zh, which the Chinese site is
+# (checker hints, banner, figure words in Chinese; the chapters' print lines from
+# locales/zh_CN/prints, tools/prints.py) into _exec_zh, which the Chinese site is
 # built from; no figure of it may miss a glyph (tools/i18n.py glyphs). EXECUTE_ZH=0: English only.
 # BEFOREQKV_EXPLORERS=static: each explorer draws its (bounded) grid of settings once into
 # an HTML component that works on the static site; _build/explorers.jsonl logs their cost.
@@ -78,7 +79,8 @@ NBMAKE = BEFOREQKV_CHECKS=strict BEFOREQKV_EXPLORERS=static $(if $(filter 1,$(EX
 execute: $(STAMP)
 	@rm -rf $(EXEC) $(EXEC_ZH) && mkdir -p $(EXEC) _build && rm -f _build/explorers*.jsonl _build/execute-*
 	@cp -r book _config.yml _toc.yml $(EXEC)/
-	@if [ "$(EXECUTE_ZH)" = 1 ]; then mkdir -p $(EXEC_ZH) && cp -r book _config.yml _toc.yml $(EXEC_ZH)/; fi
+	@if [ "$(EXECUTE_ZH)" = 1 ]; then mkdir -p $(EXEC_ZH) && cp -r book _config.yml _toc.yml $(EXEC_ZH)/ && \
+	  $(BIN)/python tools/prints.py apply $(EXEC_ZH)/book --lang $(I18N_LANG); fi
 	@t0=$$(date +%s); \
 	( cd $(EXEC) && BEFOREQKV_EXPLORER_LOG=$(CURDIR)/_build/explorers.jsonl $(NBMAKE) \
 	    --junitxml=../_build/junit-notebooks.xml > ../_build/execute-en.log 2>&1; echo $$? > ../_build/execute-en.rc ) & \

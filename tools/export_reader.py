@@ -457,10 +457,13 @@ def has_raw_myst(text: str) -> list[str]:
 
 
 def translated(nb, path: Path, lang: str):
-    """The notebook in ``lang``: its Markdown from the catalogs, a cell setting BEFOREQKV_LANG
-    after the install cell (the first code cell)."""
+    """The notebook in ``lang``: its Markdown and its print lines from the catalogs
+    (``tools/translate_nb.py``, ``tools/prints.py``), a cell setting BEFOREQKV_LANG after the
+    install cell (the first code cell)."""
+    import prints
     from translate_nb import lookup_for, page_of, translate_notebook
     nb, _ = translate_notebook(nb, lookup_for(page_of(path), lang))
+    prints.translate_notebook(nb, prints.lookup_for(path.stem, lang))  # what its code cells print
     first = next((k for k, c in enumerate(nb.cells) if c.cell_type == "code"), -1)
     cell = nbformat.v4.new_code_cell(LANGUAGE_CELL[lang])
     cell["id"] = f"language-{lang.lower()}"

@@ -15,7 +15,7 @@ SEALED = {
     },
     "ch1_lstm_n32": {"check": "5dcf76525c19c19c531b2ae137ed13b8f6fb19dd1d92fec7970a1e3496cda4a0",
         "box": "Z21htKcBtIKj0ao7T8c6OF4dHrP2VFdwIhUjXGpP5FwHB1yRCRGtxxNvTT3EjaKD9oNep/RTovMeeKdYc2U2zWisyIc8/keXDh3jDzEQhkuC/AcRUajJ2m5h0CdRMbOci8/PuJvjOui711dhPsfVnRpzlYYZ++xAX2QXvJtoJFtg7XpRlZ7H8ESNuh5Kgx/6SCTn7G26+YbmfiMJWWS9AhhX2ipYHQld9cFG1OYt0wBlQPbexJvuteBOMJUzUe1JZwHMvg==",
-        "box_zh_CN": "MLbO4cSrsDhoFLKA6/ndBoOxVkWAcrgASYirJJDvaDFXbpXxCR364KuT93R7o3LhqhuPOdKzEdrOOjC2GKWlcE8qCcGQvtKP8V/Unksutsq0r5J4J+Pz83O0UpktkpJzbRoSHtZUNMN/t6sAHmzHR9XRAg2eFqm6FbGLMtPnf6nTCLGxMH+RrZkCtZ+kuHC9VX2YegjJPX1vVJ3UXxO2fOF8k3uzstQ3JAnAcS+cqMgrG6Jm6NJhSPP3CtPs",
+        "box_zh_CN": "MLbO4cSrsDhoFLKA6/ndBoOxVkWAcrgASYirJJDvaDFXbpXxCR364KuT93R7o3LhqhuPOdKzEdrOOjC2GKWlcE8qCcGQvtKP8V/Unksutsq0r5J4J+Pz83O0UpktkpJzbRoSHtZUNMN/t6sAHmzHR9XRAg2eFqm6FbGLMtPnf6nTCLGxMH+RrZkCtZ+kuHC9VX2YdyD8PW9xVJ3UXxO2fOF8k3uzstQ3JAnAcS+cqMgrG6Jm6NJhSPP3CtPs",
     },
     "ch1_lstm_state_size": {"check": "e553a68b74eb394fc40adde4c8a6b1b1eb2ed8b97386f1ce1cf6f5b5b0851786",
         "box": "gFhecDpA0YL1oBYuNK7oTOpORHOtUiToAFXaiB2y4DPSuBThZDywsGMGxBQGaK+Hpugp1lqKLQfwAohW+tHFvu/PNAi85VzruogitazLPpg2Ur+E2M3ZhjriG0fxoXMm0kFTxGTOxLxONPTHirfL1RAYUUPnsC+g/Gnb/tZE9AsZI2MtwkGw0owLxHPrIopu8C+rEwJ3JBDoEduMeQp/ZPQ=",
