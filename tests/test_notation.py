@@ -22,8 +22,8 @@ PACKAGE = ROOT / "src" / "beforeqkv"
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _rows():
-    """(symbol cell, code cell, meaning cell) of every table whose header has Symbol and Code."""
+def _table_rows():
+    """{column: cell} of every body row of every table on the notation page."""
     rows, header = [], None
     for line in NOTATION.read_text().splitlines():
         if not line.startswith("|"):
@@ -32,12 +32,14 @@ def _rows():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if header is None:
             header = cells
-        elif set(cells[0]) <= {"-", ":", " "}:
-            continue
-        elif "Symbol" in header and "Code" in header:
-            rows.append((cells[header.index("Symbol")], cells[header.index("Code")],
-                         cells[header.index("Meaning")]))
+        elif not set(cells[0]) <= {"-", ":", " "}:
+            rows.append(dict(zip(header, cells)))
     return rows
+
+
+def _rows():
+    """(symbol cell, code cell, meaning cell) of every table whose header has Symbol and Code."""
+    return [(r["Symbol"], r["Code"], r["Meaning"]) for r in _table_rows() if "Symbol" in r and "Code" in r]
 
 
 def _code_names(code_cell):
@@ -106,18 +108,8 @@ def test_one_code_name_means_one_quantity_unless_the_page_relates_them():
 
 def _never_names():
     """{name: symbol} of the "Never in code" column: names other code bases use for a size."""
-    never, header = {}, None
-    for line in NOTATION.read_text().splitlines():
-        if not line.startswith("|"):
-            header = None
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if header is None:
-            header = cells
-        elif "Never in code" in header and not set(cells[0]) <= {"-", ":", " "}:
-            for name in re.findall(r"`([^`]+)`", cells[header.index("Never in code")]):
-                never[name] = cells[0]
-    return never
+    return {name: r["Symbol"] for r in _table_rows() if "Never in code" in r
+            for name in re.findall(r"`([^`]+)`", r["Never in code"])}
 
 
 def test_no_code_defines_a_name_the_notation_says_it_never_uses():
