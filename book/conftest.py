@@ -4,4 +4,7 @@ instead of printing a ✗). Reader notebooks, assignments and Colab run
 lenient, the default inside a kernel (beforeqkv.checks.mode)."""
 import os
 
+from beforeqkv._kernel_client import guard
+
 os.environ["BEFOREQKV_CHECKS"] = "strict"
+guard()  # a kernel reply is read when it arrives, not at the cell timeout (the module says why)

@@ -16,6 +16,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from beforeqkv._kernel_client import guard
+
 
 def cell_seconds(nb) -> list[tuple[float, int, str]]:
     """(seconds, index, first line) of every executed code cell, from nbclient's timing."""
@@ -53,6 +55,7 @@ def main() -> int:
     ap.add_argument("--cells", type=int, default=0, help="also list each chapter's N slowest cells")
     args = ap.parse_args()
     os.environ.setdefault("BEFOREQKV_PROGRESS", "0")
+    guard()  # a kernel reply is read when it arrives, not at the cell timeout
     os.environ.setdefault("BEFOREQKV_CHECKS", "strict")  # the source notebooks: a failed check fails the run
     rows, total, bad = [], 0.0, 0
     for p in map(Path, args.notebooks):

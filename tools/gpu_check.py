@@ -72,6 +72,9 @@ def execute_script(path: Path) -> None:
 def execute_kernel(path: Path) -> None:
     import nbformat
     from nbclient import NotebookClient
+
+    from beforeqkv._kernel_client import guard
+    guard()  # a kernel reply is read when it arrives, not at the cell timeout
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                    extra_arguments=["--IPKernelApp.log_level=ERROR"]).execute()
