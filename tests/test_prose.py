@@ -111,7 +111,7 @@ JUDGMENTS = {
         "head 2 puts nearly all of its weight on the": Backed(
             "prev_l0h2 >= 0.9", fails_with={"prev_l0h2": 0.7, "next_l1h8": 0.4, "on_cls": 0.6},
             holds_with={"prev_l0h2": 0.95, "next_l1h8": 0.4, "on_cls": 0.6}),
-        "In layers 1 to 4 most heads put half or more": Backed(
+        "In the middle layers, 1 to 4, most heads put half or more": Backed(
             "n_cls >= 0.7 * per_head.numel()",
             fails_with={"n_cls": 20, "per_head": torch.zeros(4, 12)},
             holds_with={"n_cls": 40, "per_head": torch.zeros(4, 12)}),
@@ -163,6 +163,9 @@ CLAIMS = {
         "keeps more than a third of $A$'s size": Backed(
             "ratios.min() / 2 > 1 / 3", fails_with={"ratios": torch.tensor([0.6, 1.3])},
             holds_with={"ratios": torch.tensor([0.73, 1.3])}),
+        "in the first and the last layer few do": Backed(
+            "n_edge <= 0.25 * edge.numel()", fails_with={"n_edge": 12, "edge": torch.zeros(2, 12)},
+            holds_with={"n_edge": 2, "edge": torch.zeros(2, 12)}),
     },
     "11": {
         # the gate of the " course" slot (it said "nearly shut" behind a check that could not fail)
