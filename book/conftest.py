@@ -7,4 +7,4 @@ import os
 from beforeqkv._kernel_client import guard
 
 os.environ["BEFOREQKV_CHECKS"] = "strict"
-guard()  # a kernel reply is read when it arrives, not at the cell timeout (the module says why)
+guard()  # a kernel reply is read when it arrives (the module says why)

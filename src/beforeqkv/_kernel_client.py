@@ -6,8 +6,9 @@ poll wakes on the socket's edge-triggered file descriptor; when that edge is con
 operation on the socket (a send right as the reply comes in), nothing wakes the poll, and the
 reply sits unread until the timeout fires, when pyzmq checks the socket once more and finds it.
 Both sides then look idle: a chapter of seconds waited out a 600 s cell timeout, and under
-``make execute``'s per-cell limit of an hour the same miss would stop CI. Waiting in slices of :data:`SLICE` seconds ends each slice with that
-same final check, so a missed wake-up costs at most one slice.
+``make execute``'s per-cell limit of an hour the same miss would stop CI. Waiting in slices of
+:data:`SLICE` seconds ends each slice with that same final check, so a missed wake-up costs at
+most one slice.
 """
 from __future__ import annotations
 
