@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from beforeqkv import attention as A
+from beforeqkv.attention import with_weights
 
 
 def qkv(b=2, tq=5, tk=7, d=8, dv=6, seed=0, device="cpu"):
@@ -264,7 +265,7 @@ def test_grouped_heads_on_the_fused_path_match_the_teaching_path_with_a_cache():
     x = torch.randn(2, 6, 16)
     mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
     mask[0, ..., :2] = False  # padded keys in the first sequence
-    full, _ = mha(x, mask=mask, causal=True, return_weights=True)  # teaching path: explicit repetition
+    full, _ = with_weights(mha, x, mask=mask, causal=True)  # teaching path: explicit repetition
     torch.testing.assert_close(mha(x, mask=mask, causal=True), full, atol=1e-5, rtol=1e-5)
     cache = A.KVCache(capacity=6)
     first = mha(x[:, :4], causal=True, kv_cache=cache)

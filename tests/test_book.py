@@ -136,6 +136,70 @@ def test_glue_is_bookkeeping_the_page_does_not_show(path):
                        "into a cell tagged remove-cell")
 
 
+MAX_CELL_LINES = 15  # a visible code cell the reader takes in at one glance
+HIDDEN_TAGS = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
+# Cells that hold one function and nothing else, longer than MAX_CELL_LINES: a cell
+# boundary cannot cut a function, so only rewriting it would shorten them.
+# (notebook stem, function name); an entry that no longer needs it fails the test.
+LONG_FUNCTIONS = {
+    ("02_keep_every_state", "fixed_memory_recall"),
+    ("08_transformer", "spread_per_block"),
+    ("10_real_encoder", "bert_layer"),
+    ("10_real_encoder", "symmetric_head"),
+    ("10_real_encoder", "head_writes"),
+}
+
+
+def long_code_cells(nb) -> list[tuple[int, int, str | None]]:
+    """(cell index, lines, the function it alone defines or None) of every visible code
+    cell longer than MAX_CELL_LINES; lines: len(source.strip().splitlines())."""
+    import ast
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or HIDDEN_TAGS & set(cell.metadata.get("tags", [])):
+            continue
+        n = len(cell.source.strip().splitlines())
+        if n > MAX_CELL_LINES:
+            try:
+                body = ast.parse(cell.source).body
+            except SyntaxError:
+                body = []
+            defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            only = body[0].name if len(body) == 1 and isinstance(body[0], defs) else None
+            found.append((i, n, only))
+    return found
+
+
+def too_long(named_notebooks) -> tuple[list, set]:
+    """([(notebook, cell index, lines)] over the limit and not allowed, the allowed entries
+    used) for [(notebook stem, notebook)]."""
+    bad, used = [], set()
+    for stem, nb in named_notebooks:
+        for i, n, only in long_code_cells(nb):
+            if (stem, only) in LONG_FUNCTIONS:
+                used.add((stem, only))
+            else:
+                bad.append((f"{stem}.ipynb", i, n))
+    return bad, used
+
+
+def test_every_visible_code_cell_is_at_most_15_lines():
+    """A reader sees a cell at once: split a long one at a natural boundary (settings and
+    helpers; the run, its table and its asserts), each part with the cell's metadata."""
+    bad, used = too_long((p.stem, read(p)) for p in CHAPTERS)
+    assert not bad, (f"{len(bad)} visible code cells are longer than {MAX_CELL_LINES} lines "
+                     f"(notebook, cell index, lines): {bad}")
+    assert used == LONG_FUNCTIONS, f"LONG_FUNCTIONS lists cells no longer long: {LONG_FUNCTIONS - used}"
+
+
+def test_the_cell_length_check_catches_a_long_cell():
+    long = "\n".join(f"x{k} = {k}" for k in range(MAX_CELL_LINES + 1))
+    hidden = nbformat.v4.new_code_cell(long, metadata={"tags": ["hide-input"]})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("\n\n" + long[:20] + "\n\n"),
+                                         nbformat.v4.new_code_cell(long), hidden])
+    assert too_long([("99_x", nb)]) == ([("99_x.ipynb", 1, MAX_CELL_LINES + 1)], set())
+
+
 def test_every_exercise_shows_its_difficulty_and_time():
     import sys
     sys.path.insert(0, str(ROOT / "tools"))

@@ -4,7 +4,7 @@ import torch
 
 from beforeqkv import models, tasks, train
 from beforeqkv.measure import probes
-from beforeqkv.attention import MultiHeadAttention
+from beforeqkv.attention import MultiHeadAttention, with_weights
 
 
 def _batch(n=6, seed=0):
@@ -24,7 +24,7 @@ def test_ring_heads_uses_the_package_multihead_attention():
 
 def test_ring_heads_output_and_weights_shapes(seed):
     (items, payloads), target = _batch()
-    logits, w = models.RingHeads(n_heads=2)(items, payloads, return_weights=True)
+    logits, (w,) = with_weights(models.RingHeads(n_heads=2), items, payloads)
     assert logits.shape == (6, 8, 2, 8)
     assert w.shape == (6, 2, 8, 8)
     assert train.cross_entropy(logits, target).isfinite()

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from beforeqkv import models, tasks, train
+from beforeqkv.attention import with_weights
 from beforeqkv.models import scores
 
 
@@ -10,7 +11,7 @@ from beforeqkv.models import scores
 def test_mixers_map_tokens_and_query_to_logits_and_keep_weights(cls, gen, seed):
     m = cls()
     (tokens, query), _ = tasks.pointer(5, generator=gen)
-    out, w = m(tokens, query, return_weights=True)
+    out, (w,) = with_weights(m, tokens, query)
     assert out.shape == (5, 16)
     assert w.shape == (5, 16)
     torch.testing.assert_close(w.sum(-1), torch.ones(5))
@@ -22,14 +23,14 @@ def test_static_weights_are_the_same_for_every_input(gen, seed):
     with torch.no_grad():
         m.w.normal_()
     (tokens, query), _ = tasks.pointer(4, generator=gen)
-    _, w = m(tokens, query, return_weights=True)
+    _, (w,) = with_weights(m, tokens, query)
     assert torch.equal(w[0], w[3])
 
 
 def test_content_weights_depend_on_the_query(gen, seed):
     m = models.ContentMixer()
     (tokens, _), _ = tasks.pointer(1, generator=gen)
-    _, w = m(tokens.expand(2, -1), torch.tensor([0, 7]), return_weights=True)
+    _, (w,) = with_weights(m, tokens.expand(2, -1), torch.tensor([0, 7]))
     assert not torch.allclose(w[0], w[1])
 
 
@@ -37,8 +38,8 @@ def test_content_attention_without_positions_is_permutation_equivariant(gen, see
     m = models.ContentMixer(positions=False)
     (tokens, query), _ = tasks.pointer(8, generator=gen)
     perm = torch.randperm(16)
-    out, w = m(tokens, query, return_weights=True)
-    out_p, w_p = m(tokens[:, perm], query, return_weights=True)
+    out, (w,) = with_weights(m, tokens, query)
+    out_p, (w_p,) = with_weights(m, tokens[:, perm], query)
     torch.testing.assert_close(w_p, w[:, perm])  # weights move with their tokens
     torch.testing.assert_close(out_p, out)  # the read (a weighted sum) does not change
 
@@ -64,7 +65,7 @@ def test_content_mixer_without_positions_reads_any_length_static_mixer_does_not(
 def test_triad_model_gives_logits_per_position_for_every_score(name, gen, seed):
     m = models.TriadModel(name)
     (items, payloads), target = tasks.triads(3, generator=gen)
-    out, w = m(items, payloads, return_weights=True)
+    out, (w,) = with_weights(m, items, payloads)
     assert out.shape == (3, 6, 8)
     assert w.shape == (3, 6, 6)
     torch.testing.assert_close(w.sum(-1), torch.ones(3, 6))

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from beforeqkv import models, tasks, train
+from beforeqkv.attention import with_weights
 
 
 def test_recall_models_output_one_logit_per_value(gen):
@@ -13,12 +14,11 @@ def test_recall_models_output_one_logit_per_value(gen):
 
 def test_recall_attention_weights_are_a_distribution_over_pairs(gen):
     m = models.RecallAttention()
-    _, w = m(*tasks.associative_recall(5, 6, generator=gen)[0], return_weights=True)
+    _, (w,) = with_weights(m, *tasks.associative_recall(5, 6, generator=gen)[0])
     assert w.shape == (5, 6)
     torch.testing.assert_close(w.sum(-1), torch.ones(5))
     with pytest.raises(ValueError, match="linear"):
-        models.RecallAttention(kind="linear")(*tasks.associative_recall(5, 6, generator=gen)[0],
-                                              return_weights=True)
+        with_weights(models.RecallAttention(kind="linear"), *tasks.associative_recall(5, 6, generator=gen)[0])
 
 
 def test_unscaled_attention_differs_from_scaled(gen):

@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 from beforeqkv import attention, models
-from beforeqkv.attention import MultiHeadAttention
+from beforeqkv.attention import MultiHeadAttention, with_weights
 
 
 def _x(b=2, t=5, d=8, seed=0):
@@ -14,7 +14,7 @@ def _x(b=2, t=5, d=8, seed=0):
 @pytest.mark.parametrize("fast", [True, False])
 def test_attention_weights_rows_sum_to_one(seed, fast):
     mha = MultiHeadAttention(8, 2, fast=fast)
-    _, w = mha(_x(), return_weights=True)
+    _, (w,) = with_weights(mha, _x())
     assert w.shape == (2, 2, 5, 5)
     torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, 5))
     assert (w >= 0).all()
@@ -70,7 +70,7 @@ def test_matches_torch_multihead_attention_with_copied_weights(seed, bias, fast)
     ref = _torch_mha(mha, bias)
     want, want_w = ref(x, x, x, average_attn_weights=False)
     torch.testing.assert_close(mha(x), want, atol=1e-5, rtol=1e-4)
-    _, w = mha(x, return_weights=True)
+    _, (w,) = with_weights(mha, x)
     torch.testing.assert_close(w, want_w, atol=1e-5, rtol=1e-4)
 
 
@@ -128,9 +128,10 @@ def test_multihead_attention_runs_on_each_device(device, seed):
 def test_fused_module_matches_the_teaching_path_with_masks_and_a_cache(seed, causal):
     mha = MultiHeadAttention(8, 2)
     x = _x(t=6)
-    _, w = mha(x, causal=causal, return_weights=True)  # the teaching path
+    _, (w,) = with_weights(mha, x, causal=causal)  # the teaching path
     full = mha(x, causal=causal)  # the fused path
-    torch.testing.assert_close(full, mha(x, causal=causal, return_weights=True)[0], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(full, with_weights(mha, x, causal=causal)[0], atol=1e-6, rtol=1e-5)
+    assert mha.fast  # the recorder gave the fused path back
     if causal:  # token by token through a cache equals the parallel pass
         cache = attention.KVCache()
         steps = [mha(x[:, t:t + 1], causal=True, kv_cache=cache) for t in range(6)]

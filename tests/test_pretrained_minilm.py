@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from beforeqkv import models
+from beforeqkv.attention import with_weights
 from beforeqkv.pretrained import WeightsMissing, load_minilm, require
 from beforeqkv.pretrained.minilm import (DISTRIBUTION, MAX_SEQ_LENGTH, QK_ASYMMETRY_MEDIAN, REFERENCE_COSINES,
                                          REFERENCE_SENTENCES,
@@ -79,7 +80,7 @@ def test_per_head_ov_contributions_sum_to_the_attention_output(minilm):
     tokens, mask = minilm.batch(["The cat sat on the mat."])
     x = minilm.model.norm_embed(minilm.model.W_E(tokens) + minilm.model.W_pos.weight[:tokens.shape[1]])
     attn = minilm.model.blocks[0].attn
-    y, w = attn(x, return_weights=True)  # (1, T, d), (1, H, T, T)
+    y, (w,) = with_weights(attn, x)  # (1, T, d), (1, H, T, T)
     U = models.ov_matrices(attn)  # (H, d, d)
     per_head = torch.einsum("hij,hde,je->hid", w[0], U, x[0])  # (H, T, d)
     bias = attn.W_O.weight @ attn.W_V.bias + attn.W_O.bias  # (d,): weights sum to 1

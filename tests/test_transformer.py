@@ -7,7 +7,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from beforeqkv import attention, models
-from beforeqkv.attention import KVCache
+from beforeqkv.attention import KVCache, with_weights
 from beforeqkv.models import GPT, TransformerConfig, MLP, TransformerBlock
 
 TINY = dict(d_vocab=11, n_ctx=12, d_model=16, n_heads=4, n_layers=2)
@@ -280,13 +280,13 @@ def test_models_namespace_exports_the_transformer():
     assert math.isclose(TransformerConfig(**TINY).final_norm, True)
 
 
-def test_return_weights_gives_one_row_stochastic_causal_map_per_layer():
+def test_recorded_weights_are_one_row_stochastic_causal_map_per_layer():
     from beforeqkv.models import GPT, TransformerConfig
 
     torch.manual_seed(0)
     model = GPT(TransformerConfig(d_vocab=11, n_ctx=8, d_model=16, n_heads=2, n_layers=3)).eval()
     tokens = torch.randint(0, 11, (2, 5))
-    logits, weights = model(tokens, return_weights=True)
+    logits, weights = with_weights(model, tokens)
     torch.testing.assert_close(logits, model(tokens))
     assert len(weights) == 3 and all(w.shape == (2, 2, 5, 5) for w in weights)
     for w in weights:
@@ -299,7 +299,7 @@ def test_an_encoder_is_a_transformer_that_is_not_causal():
 
     enc = Transformer(TransformerConfig(d_vocab=7, n_ctx=6, d_model=8, n_heads=2, n_layers=1, causal=False))
     assert not isinstance(enc, GPT)
-    _, weights = enc(torch.randint(0, 7, (1, 4)), return_weights=True)
+    _, weights = with_weights(enc, torch.randint(0, 7, (1, 4)))
     assert weights[0].triu(1).abs().max() > 0  # an encoder reads the whole sentence
 
 

@@ -11,7 +11,7 @@ Two levels, each with its own reference measured in the same run:
   (``attention.scaled_dot_product_attention(causal=True)``) and
   ``F.scaled_dot_product_attention(is_causal=True)`` called directly (the reference).
 * ``module``: x (B, T, d_model) with the same four projections. The package's
-  ``MultiHeadAttention`` on its teaching path (``return_weights=True``) and on its fast
+  ``MultiHeadAttention`` on its teaching path (``fast=False``) and on its fast
   path, the projections + direct SDPA written inline (the reference), and
   ``nn.MultiheadAttention(need_weights=False, is_causal=True)``.
 
@@ -79,6 +79,8 @@ def _variants(level, B, T, H, d_head, device, dtype, gen):
     x = torch.randn(B, T, d_model, generator=gen).to(device, dtype).requires_grad_()
     g = torch.randn(B, T, d_model, generator=gen).to(device, dtype)
     mha = attention.MultiHeadAttention(d_model, H).to(device, dtype)
+    teaching = attention.MultiHeadAttention(d_model, H, fast=False).to(device, dtype)
+    teaching.load_state_dict(mha.state_dict())
     torch_mha = nn.MultiheadAttention(d_model, H, bias=False, batch_first=True).to(device, dtype)
     blocked = ~attention.causal_mask(T, device=device)  # torch: True = may not attend
 
@@ -91,7 +93,7 @@ def _variants(level, B, T, H, d_head, device, dtype, gen):
         mha.W_O(out.transpose(1, 2).reshape(B, T, d_model)).backward(g)  # (B, T, d_model)
 
     return {
-        "teaching (MultiHeadAttention)": lambda: mha(x, causal=True, return_weights=True)[0].backward(g),
+        "teaching (MultiHeadAttention)": lambda: teaching(x, causal=True).backward(g),
         "package fast": lambda: mha(x, causal=True).backward(g),
         "direct SDPA": inline,
         "nn.MultiheadAttention": lambda: torch_mha(x, x, x, attn_mask=blocked, is_causal=True,

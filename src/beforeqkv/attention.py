@@ -16,6 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ._validate import check_positive
+from .recorder import WeightsTap, record_weights, with_weights
 
 __all__ = [
     "attention_scores",
@@ -29,6 +30,9 @@ __all__ = [
     "apply_rotary",
     "KVCache",
     "MultiHeadAttention",
+    "WeightsTap",
+    "record_weights",
+    "with_weights",
 ]
 
 
@@ -283,9 +287,9 @@ class MultiHeadAttention(nn.Module):
     Options the real models of Part IV need: ``bias``, grouped key/value heads
     (``n_kv_heads`` < ``n_heads``), a custom ``scale`` (``None`` = 1/sqrt(d_head)),
     cross-attention (``context=``), rotary positions (``rope=(cos, sin)``) and a KV cache.
-    ``fast=True`` uses torch's fused kernel; ``fast=False`` the explicit teaching path.
-    ``forward(..., return_weights=True)`` is the one way to read the weights: it runs
-    the teaching path and returns ``(y, weights)``.
+    ``fast=True`` uses torch's fused kernel; ``fast=False`` the explicit teaching path, whose
+    weights pass through ``self.tap``: read them with :func:`with_weights` or
+    :func:`record_weights`, which run this path while they record.
     """
 
     def __init__(self, d_model: int, n_heads: int, *, d_head: int | None = None, n_kv_heads: int | None = None,
@@ -309,6 +313,7 @@ class MultiHeadAttention(nn.Module):
         self.W_K = nn.Linear(d_model, n_kv_heads * d_head, bias=bias)
         self.W_V = nn.Linear(d_model, n_kv_heads * d_head, bias=bias)
         self.W_O = nn.Linear(n_heads * d_head, d_model, bias=bias)
+        self.tap = WeightsTap()
 
     def project(self, x: torch.Tensor, src: torch.Tensor):
         """Queries from x, keys and values from src (x itself, or the context of cross-attention)."""
@@ -319,12 +324,10 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, t, n, self.d_head).transpose(1, 2)  # (B, n, T, d_head)
 
     def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                causal: bool = False, rope=None, kv_cache: KVCache | None = None, layer: int = 0,
-                return_weights: bool = False):
+                causal: bool = False, rope=None, kv_cache: KVCache | None = None, layer: int = 0):
         """x: (B, T, d_model); context (B, S, d_model) for cross-attention -> (B, T, d_model).
 
-        mask: bool, broadcastable to (B, H, T, T_k), True = may attend. With
-        ``return_weights=True`` also returns the (B, H, T, T_k) attention weights.
+        mask: bool, broadcastable to (B, H, T, T_k), True = may attend.
         """
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != self.d_model:
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
@@ -343,7 +346,7 @@ class MultiHeadAttention(nn.Module):
             k, v = kv_cache.update(layer, k, v)  # (B, H_kv, T_cache, d_head)
         t_q, t_k = q.shape[-2], k.shape[-2]
         mask = _check_mask(mask, t_q, t_k)
-        if self.fast and not return_weights:
+        if self.fast:
             grouped = self.n_kv_heads != self.n_heads  # the kernel reads shared key/value heads itself
             out = _fused(q, k, v, mask, causal, self.scale, grouped=grouped)  # (B, H, T, d_head)
         else:
@@ -354,8 +357,8 @@ class MultiHeadAttention(nn.Module):
             if causal:
                 cm = causal_mask(t_q, t_k, device=x.device)  # (T, T_k)
                 mask = cm if mask is None else (mask & cm)
-            out, weights = attend(q, k, v, mask=mask, scale=self.scale)  # (B, H, T, d_head)
+            weights = self.tap(attention_weights(attention_scores(q, k, self.scale), mask))  # (B, H, T, T_k)
+            out = torch.einsum("bhij,bhjd->bhid", weights, v)  # (B, H, T, d_head)
         b, _, t, _ = out.shape
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.d_head)  # (B, T, H*d_head)
-        y = self.W_O(out)  # (B, T, d_model)
-        return (y, weights) if return_weights else y
+        return self.W_O(out)  # (B, T, d_model)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from ..recorder import with_weights
 from ..tasks.ring import ring_neighbors
 from ..train import _per_chunk
 
@@ -30,7 +31,7 @@ def ring_accuracy(model: nn.Module, batch, batch_size: int = 1000) -> dict:
 def routing_profile(model: nn.Module, batch, ring_size: int = 8) -> torch.Tensor:
     """Mean attention weight each head puts on the successor, the predecessor and the token itself.
 
-    ``model(items, payloads, return_weights=True)`` must return weights (B, H, T, T), as
+    ``model(items, payloads)`` must form one set of weights (B, H, T, T), as
     :class:`~beforeqkv.models.RingHeads` does. Returns (n_heads, 3): columns successor,
     predecessor, self. Chapter 6.
     """
@@ -39,7 +40,7 @@ def routing_profile(model: nn.Module, batch, ring_size: int = 8) -> torch.Tensor
     was_training = model.training
     model.eval()
     try:
-        _, w = model(items.to(device), payloads.to(device), return_weights=True)  # (B, H, T, T)
+        _, (w,) = with_weights(model, items.to(device), payloads.to(device))  # (B, H, T, T)
     finally:
         model.train(was_training)
     succ, pred = ring_neighbors(items, ring_size)  # (B, T)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from ..attention import MultiHeadAttention
+from ..attention import MultiHeadAttention, with_weights
 from .._validate import check_positive
 from .embeddings import ItemPayloadEmbedding
 
@@ -40,12 +40,10 @@ class RingHeads(nn.Module):
         self.readout_succ = nn.Linear(d_model, n_payloads)
         self.readout_pred = nn.Linear(d_model, n_payloads)
 
-    def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
-        """items, payloads: (B, T) ints -> logits (B, T, 2, n_payloads) [, weights (B, H, T, T)]."""
-        x = self.embed(items, payloads)  # (B, T, d_model)
-        y, weights = self.attn(x, return_weights=True) if return_weights else (self.attn(x), None)
-        logits = torch.stack([self.readout_succ(y), self.readout_pred(y)], dim=-2)  # (B, T, 2, n_payloads)
-        return (logits, weights) if return_weights else logits
+    def forward(self, items: torch.Tensor, payloads: torch.Tensor) -> torch.Tensor:
+        """items, payloads: (B, T) ints -> logits (B, T, 2, n_payloads)."""
+        y = self.attn(self.embed(items, payloads))  # (B, T, d_model)
+        return torch.stack([self.readout_succ(y), self.readout_pred(y)], dim=-2)  # (B, T, 2, n_payloads)
 
 
 class PerPairGenerator(nn.Module):
@@ -113,7 +111,7 @@ def per_pair_matrices(mha: MultiHeadAttention, x: torch.Tensor, **kwargs):
     """
     if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != getattr(mha, "d_model", -1):
         raise ValueError(f"x must have shape (B, T, d_model), got {tuple(getattr(x, 'shape', ()))}")
-    _, a = mha(x, return_weights=True, **kwargs)  # (B, H, T, T)
+    _, (a,) = with_weights(mha, x, **kwargs)  # (B, H, T, T)
     U = ov_matrices(mha)  # (H, d, d)
     M = torch.einsum("bhij,hod->bijod", a, U)  # (B, T, T, d, d)
     offset = torch.zeros(mha.d_model, dtype=x.dtype, device=x.device)

@@ -7,7 +7,8 @@
 * :class:`TriadModel` - one attention layer with a pluggable score
   (:mod:`beforeqkv.models.scores`) for the rock-paper-scissors task of chapter 5.
 
-Every model returns its attention weights with ``forward(..., return_weights=True)``.
+Every model passes its attention weights through ``self.tap``: read them with
+:func:`beforeqkv.attention.with_weights`.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import torch.nn as nn
 from . import scores as _scores
 from .embeddings import Embedding, ItemPayloadEmbedding
 from .._validate import check_ids, check_positive
+from ..recorder import WeightsTap
 
 __all__ = ["StaticMixer", "ContentMixer", "TriadModel"]
 
@@ -41,6 +43,7 @@ class _QueryMixer(nn.Module):
         self.W_pos = Embedding(n_ctx, d_model) if positions else None
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_vocab))
+        self.tap = WeightsTap()
 
     def embed(self, tokens: torch.Tensor, query: torch.Tensor):
         """tokens (B, T), query (B,) -> x (B, T, d), x_q (B, d)."""
@@ -61,13 +64,12 @@ class _QueryMixer(nn.Module):
     def _mix_weights(self, x: torch.Tensor, x_q: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def forward(self, tokens: torch.Tensor, query: torch.Tensor, return_weights: bool = False):
-        """-> logits (B, d_vocab); with ``return_weights=True`` also the weights a (B, T)."""
+    def forward(self, tokens: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        """-> logits (B, d_vocab); the weights a (B, T) pass through ``self.tap``."""
         x, x_q = self.embed(tokens, query)  # (B, T, d), (B, d)
-        a = self._mix_weights(x, x_q)  # (B, T)
+        a = self.tap(self._mix_weights(x, x_q))  # (B, T)
         read = torch.einsum("bj,bjd->bd", a, self.W_V(x))  # (B, d)
-        logits = self.mlp(x_q + read)  # (B, d_vocab)
-        return (logits, a) if return_weights else logits
+        return self.mlp(x_q + read)  # (B, d_vocab)
 
 
 class StaticMixer(_QueryMixer):
@@ -96,7 +98,7 @@ class StaticMixer(_QueryMixer):
 class ContentMixer(_QueryMixer):
     """Content attention ``a_j = softmax_j(W_Q x_q . W_K x_j / sqrt(d))``. Derived in chapter 4.
 
-    forward(tokens (B, T), query (B,)) -> logits (B, d_vocab) [, weights (B, T)].
+    forward(tokens (B, T), query (B,)) -> logits (B, d_vocab); the weights (B, T) pass ``self.tap``.
 
     With ``positions=False`` the tokens carry no position: permuting them permutes
     the weights and leaves the output unchanged (it reads a set, not a sequence).
@@ -122,7 +124,8 @@ class TriadModel(nn.Module):
     ``a_ij = softmax_j score(x_i, x_j)``. No residual: token i must *read* its answer.
 
     score: a module from :mod:`beforeqkv.models.scores` or a name in ``scores.SCORES``.
-    forward(items (B, T), payloads (B, T)) -> logits (B, T, n_payloads) [, weights (B, T, T)].
+    forward(items (B, T), payloads (B, T)) -> logits (B, T, n_payloads); the weights (B, T, T)
+    pass through ``self.tap``.
     """
 
     def __init__(self, score="full bilinear", n_items: int = 24, n_payloads: int = 8, d_model: int = 32):
@@ -137,10 +140,10 @@ class TriadModel(nn.Module):
         self.score = score
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.readout = nn.Linear(d_model, n_payloads)
+        self.tap = WeightsTap()
 
-    def forward(self, items: torch.Tensor, payloads: torch.Tensor, return_weights: bool = False):
+    def forward(self, items: torch.Tensor, payloads: torch.Tensor) -> torch.Tensor:
         x = self.embed(items, payloads)  # (B, T, d)
-        a = torch.softmax(self.score(x), dim=-1)  # (B, T, T)
+        a = self.tap(torch.softmax(self.score(x), dim=-1))  # (B, T, T)
         read = torch.einsum("bij,bjd->bid", a, self.W_V(x))  # (B, T, d)
-        logits = self.readout(read)  # (B, T, n_payloads)
-        return (logits, a) if return_weights else logits
+        return self.readout(read)  # (B, T, n_payloads)

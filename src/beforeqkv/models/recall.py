@@ -6,7 +6,8 @@ import math
 import torch
 import torch.nn as nn
 
-from ..attention import attend, linear_attention
+from ..attention import attention_scores, attention_weights, linear_attention
+from ..recorder import WeightsTap
 from .blocks import make_norm
 from .embeddings import PairEmbedding
 from .transformer import TransformerBlock
@@ -51,17 +52,17 @@ class RecallAttention(nn.Module):
         self.W_K = nn.Linear(d_model, d_head, bias=False)
         self.W_V = nn.Linear(d_model, d_head, bias=False)
         self.readout = nn.Linear(d_head, n_values)
+        self.tap = WeightsTap()
         if init_std is not None:
             for lin in (self.W_Q, self.W_K, self.W_V):
                 nn.init.normal_(lin.weight, std=init_std)
 
-    def forward(self, keys, values, query, return_weights: bool = False):
-        """keys, values (B, N), query (B,) -> logits (B, n_values) [, weights (B, N)].
+    def forward(self, keys, values, query):
+        """keys, values (B, N), query (B,) -> logits (B, n_values).
 
-        ``return_weights=True`` (softmax only) also returns the read's weights over the pairs.
+        The softmax read's weights over the pairs, (B, N), pass through ``self.tap``
+        (:func:`beforeqkv.attention.with_weights`); linear attention forms none.
         """
-        if return_weights and self.kind == "linear":
-            raise ValueError("linear attention has no normalised weights to return (kind='linear')")
         pairs, q = self.embed(keys, values, query)  # (B, N, d), (B, d)
         q = self.W_Q(q).unsqueeze(1)  # (B, 1, d_head)
         k, v = self.W_K(pairs), self.W_V(pairs)  # (B, N, d_head)
@@ -69,9 +70,9 @@ class RecallAttention(nn.Module):
             read = linear_attention(q, k, v, via_memory=True)  # (B, 1, d_head)
         else:
             scale = 1.0 / math.sqrt(self.d_head) if self.scaled else 1.0
-            read, weights = attend(q, k, v, scale=scale)  # (B, 1, d_head), (B, 1, N)
-        logits = self.readout(read[:, 0])  # (B, n_values)
-        return (logits, weights[:, 0]) if return_weights else logits
+            a = self.tap(attention_weights(attention_scores(q, k, scale))[:, 0])  # (B, N): one query
+            read = torch.einsum("bj,bjd->bd", a, v).unsqueeze(1)  # (B, 1, d_head)
+        return self.readout(read[:, 0])  # (B, n_values)
 
 
 class RecallTransformer(nn.Module):

@@ -74,7 +74,7 @@ class AttentionMixer(MultiHeadAttention):
         super().__init__(d_model, 1, bias=False, fast=fast)
         self.causal = causal
 
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
-        """x: (B, T, d_model) -> (B, T, d_model) [, weights (B, 1, T, T)]."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (B, T, d_model) -> (B, T, d_model); the weights (B, 1, T, T) pass through ``self.tap``."""
         _check_sequence(x, self.d_model)
-        return super().forward(x, causal=self.causal, return_weights=return_weights)
+        return super().forward(x, causal=self.causal)

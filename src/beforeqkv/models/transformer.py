@@ -55,24 +55,13 @@ class TransformerBlock(nn.Module):
         return norm(x + fn(x)) if self.residual else norm(fn(x))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, causal: bool = True, rope=None,
-                kv_cache: KVCache | None = None, layer: int = 0, return_weights: bool = False):
-        """mask: bool broadcastable to (B, H, T, T_k), True = may attend; rope: (cos, sin) (T, d_head).
-
-        With ``return_weights=True`` returns ``(x, weights)``, weights (B, n_heads, T, T_k).
-        """
-        weights = []
-
+                kv_cache: KVCache | None = None, layer: int = 0):
+        """mask: bool broadcastable to (B, H, T, T_k), True = may attend; rope: (cos, sin) (T, d_head)."""
         def attn(h):
-            out = self.attn(h, mask=mask, causal=causal, rope=rope, kv_cache=kv_cache, layer=layer,
-                            return_weights=return_weights)
-            if return_weights:
-                out, w = out
-                weights.append(w)
-            return out
+            return self.attn(h, mask=mask, causal=causal, rope=rope, kv_cache=kv_cache, layer=layer)
 
         x = self._sublayer(x, attn, self.norm_attn)  # (B, T, d_model)
-        x = self._sublayer(x, self.mlp, self.norm_mlp)  # (B, T, d_model)
-        return (x, weights[0]) if return_weights else x
+        return self._sublayer(x, self.mlp, self.norm_mlp)  # (B, T, d_model)
 
 
 @dataclass
@@ -192,11 +181,10 @@ class Transformer(nn.Module):
                 nn.init.normal_(proj.weight, mean=0.0, std=std / (2 * self.config.n_layers) ** 0.5)
 
     def hidden_states(self, tokens: torch.Tensor, mask: torch.Tensor | None = None,
-                      kv_cache: KVCache | None = None, return_weights: bool = False):
+                      kv_cache: KVCache | None = None):
         """The residual stream after the last block (and final norm): (B, T) -> (B, T, d_model).
 
-        With ``return_weights=True`` returns ``(h, weights)``: one (B, n_heads, T, T_k)
-        tensor of attention weights per layer (the explicit teaching path computes them).
+        The attention weights of every layer: :func:`beforeqkv.attention.with_weights`.
         """
         c = self.config
         check_ids("tokens", tokens, c.d_vocab, dim=2)
@@ -212,23 +200,14 @@ class Transformer(nn.Module):
         else:
             rope = None
         x = self.norm_embed(x)
-        weights = []
         for i, block in enumerate(self.blocks):
-            x = block(x, mask=mask, causal=c.causal, rope=rope, kv_cache=kv_cache, layer=i,
-                      return_weights=return_weights)
-            if return_weights:
-                x, w = x
-                weights.append(w)
-        x = self.norm_final(x)  # (B, T, d_model)
-        return (x, weights) if return_weights else x
+            x = block(x, mask=mask, causal=c.causal, rope=rope, kv_cache=kv_cache, layer=i)
+        return self.norm_final(x)  # (B, T, d_model)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None,
-                kv_cache: KVCache | None = None, return_weights: bool = False):
-        """tokens: (B, T) ints -> logits (B, T, d_vocab); ``(logits, weights)`` with ``return_weights``."""
-        out = self.hidden_states(tokens, mask, kv_cache, return_weights=return_weights)
-        if return_weights:
-            return self.W_U(out[0]), out[1]  # (B, T, d_vocab), [(B, H, T, T_k)] * n_layers
-        return self.W_U(out)  # (B, T, d_vocab)
+                kv_cache: KVCache | None = None):
+        """tokens: (B, T) ints -> logits (B, T, d_vocab)."""
+        return self.W_U(self.hidden_states(tokens, mask, kv_cache))  # (B, T, d_vocab)
 
 
 class GPT(Transformer):

@@ -144,15 +144,14 @@ class MiniLM:
         return tokens.to(self.device), mask.to(self.device)
 
     @torch.no_grad()
-    def hidden_states(self, sentences: list[str], return_weights: bool = False):
+    def hidden_states(self, sentences: list[str]):
         """Last hidden states (B, T, d_model) of a padded batch and its mask (B, T).
 
-        With ``return_weights=True`` also the per-layer attention weights (B, H, T, T).
-        Padded keys are masked, so each sentence reads only its own tokens.
+        Padded keys are masked, so each sentence reads only its own tokens. The attention
+        weights per layer: ``with attention.record_weights(minilm.model) as w: ...``.
         """
         tokens, mask = self.batch(sentences)
-        out = self.model.hidden_states(tokens, mask=mask[:, None, None, :], return_weights=return_weights)
-        return (out[0], mask, out[1]) if return_weights else (out, mask)
+        return self.model.hidden_states(tokens, mask=mask[:, None, None, :]), mask
 
     @torch.no_grad()
     def encode(self, sentences: list[str], batch_size: int = 32) -> torch.Tensor:
