@@ -79,8 +79,6 @@ def answer_leaks(text: str, markers=None) -> list[str]:
 
 # ---------------------------------------------------------------- reader notebooks
 def _tools():
-    import sys
-    sys.path.insert(0, str(ROOT / "tools"))
     import solutions
     return solutions
 
@@ -130,7 +128,6 @@ def reader_problems(reader, source):
     """What a reader notebook shows that it must not: raw MyST, a solution marker, a line of
     a solution outside its folded Answers section, a prediction's answer anywhere, a cell
     that prints a glued number or an answer before the Answers section."""
-    _tools()  # puts tools/ on sys.path
     import export_reader
     answers = {"## Answers"} | {w["## Answers"] for w in export_reader.WORDS.values()}
     answer_title = tuple({"### Answer to exercise"} | {"### " + w["Answer to exercise {number}"].split("{")[0]

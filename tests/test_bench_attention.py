@@ -1,11 +1,8 @@
 """tools/bench_attention.py: every variant measured, ratios to direct SDPA, the 1.05x check."""
 import csv
-import sys
 
-from _book import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import bench_attention  # noqa: E402
+import bench_attention
 
 
 def test_bench_writes_one_row_per_variant_and_length_with_ratios_to_direct_sdpa(tmp_path):

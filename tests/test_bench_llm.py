@@ -1,11 +1,8 @@
 """tools/bench_llm.py: tokens/s of SmolLM2's greedy decoding, and a failure when the text is wrong."""
-import sys
 
 
-from _book import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import bench_llm  # noqa: E402
+import bench_llm
 
 
 def test_bench_prints_tokens_per_second_and_the_reference_text(lm, monkeypatch, capsys):

@@ -5,14 +5,12 @@ own, its report and exit code are right, and the cheapest chapters hold on one m
 """
 import ast
 import csv
-import sys
 
 import pytest
 
-from _book import BOOK, ROOT, read
+from _book import BOOK, read
 
-sys.path.insert(0, str(ROOT / "tools"))
-import bench_seeds  # noqa: E402
+import bench_seeds
 
 
 def _notebook_values(page: str, names) -> dict:

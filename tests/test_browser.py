@@ -8,14 +8,12 @@ Code cells wider than their box are counted; the count may not exceed
 BEFOREQKV_MAX_WIDE_CODE (unset: the test is an expected failure that reports the
 offenders, until the notebooks' long lines are fixed).
 """
-import sys
 
 import pytest
 
 from _book import ROOT, toc_files
 
-sys.path.insert(0, str(ROOT / "tools"))
-import browser  # noqa: E402
+import browser
 
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"

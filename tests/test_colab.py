@@ -19,8 +19,7 @@ import pytest
 
 from _book import CHAPTERS, ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import bootstrap  # noqa: E402
+import bootstrap
 
 pytestmark = pytest.mark.colab
 TORCH = os.environ.get("TORCH_VERSION", "2.13.0")

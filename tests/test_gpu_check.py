@@ -1,14 +1,11 @@
 """tools/gpu_check.py: the GPU check that runs with what a machine has (here: no CUDA)."""
 import json
-import sys
 
 import pytest
 import torch
 
-from _book import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import gpu_check  # noqa: E402
+import gpu_check
 
 
 def notebook(path, *cells):

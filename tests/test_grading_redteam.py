@@ -8,19 +8,17 @@ answer emptied as nbgrader's release empties it (0 points).
 """
 import copy
 import re
-import sys
 
 import nbformat
 import pytest
 
-from _book import BOOK, ROOT
+from _book import BOOK
 
-sys.path.insert(0, str(ROOT / "tools"))
-import assignments  # noqa: E402
-import export_reader  # noqa: E402
-from solutions import BLOCK, prediction_name  # noqa: E402
+import assignments
+import export_reader
+from solutions import BLOCK, prediction_name
 
-from beforeqkv import grade, sandbox  # noqa: E402
+from beforeqkv import grade, sandbox
 
 
 def _source(name):

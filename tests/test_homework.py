@@ -9,7 +9,6 @@ import copy
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -17,11 +16,10 @@ import pytest
 
 from _book import BOOK, CHAPTERS, ROOT, all_solution_lines, printed_before
 
-sys.path.insert(0, str(ROOT / "tools"))
-import assignments  # noqa: E402
-import export_reader  # noqa: E402
-import student  # noqa: E402
-import teachers  # noqa: E402
+import assignments
+import export_reader
+import student
+import teachers
 
 SMALL = BOOK / "03_red_connections.ipynb"
 EXECUTED = ROOT / "_exec" / "book"  # make execute

@@ -22,9 +22,8 @@ import yaml
 
 from _book import CHAPTERS, ROOT, reader_problems, toc_files
 
-sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "_ext"))
-import i18n  # noqa: E402
+import i18n
 
 LANG = "zh_CN"
 PO_DIR = ROOT / "locales" / LANG / "LC_MESSAGES"

@@ -9,8 +9,7 @@ import yaml
 
 from _book import CHAPTERS, ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import bootstrap  # noqa: E402
+import bootstrap
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 URL = CONFIG["repository"]["url"].rstrip("/")

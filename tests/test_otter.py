@@ -20,10 +20,9 @@ import pytest
 
 from _book import BOOK, CHAPTERS, ROOT, all_solution_lines
 
-sys.path.insert(0, str(ROOT / "tools"))
-import assignments  # noqa: E402
-import export_reader  # noqa: E402
-import otter_assign  # noqa: E402
+import assignments
+import export_reader
+import otter_assign
 
 SMALL = BOOK / "03_red_connections.ipynb"
 BIB = export_reader.bib_entries(BOOK / "references.bib")

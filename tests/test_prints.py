@@ -5,15 +5,13 @@ replacement fields; the catalogs hold exactly what the chapters print; translati
 nothing but those literals, and the translated chapters still compile.
 """
 import ast
-import sys
 
 import nbformat
 import pytest
 
-from _book import CHAPTERS, ROOT
+from _book import CHAPTERS
 
-sys.path.insert(0, str(ROOT / "tools"))
-import prints  # noqa: E402
+import prints
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

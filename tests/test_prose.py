@@ -12,17 +12,15 @@ paragraph; a table may hold more), in any chapter (DENSE_LEFT is empty).
 `python tools/prose_audit.py` lists both per chapter.
 """
 import math
-import sys
 from dataclasses import dataclass, field
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from _book import CHAPTERS, ROOT
+from _book import CHAPTERS
 
-sys.path.insert(0, str(ROOT / "tools"))
-import prose_audit  # noqa: E402
+import prose_audit
 
 PATHS = {path.name[:2]: path for path in CHAPTERS}
 

@@ -10,20 +10,18 @@ built site serves.
 """
 import copy
 import re
-import sys
 
 import nbformat
 import pytest
 
-from _book import BOOK, CHAPTERS, ROOT, predictions, reader_problems, solution_lines
+from _book import BOOK, CHAPTERS, predictions, reader_problems, solution_lines
 
-sys.path.insert(0, str(ROOT / "tools"))
-import bootstrap  # noqa: E402
-import export_reader  # noqa: E402
-import notebooks_branch  # noqa: E402
-import prints  # noqa: E402
-import site_solutions  # noqa: E402
-import solutions  # noqa: E402
+import bootstrap
+import export_reader
+import notebooks_branch
+import prints
+import site_solutions
+import solutions
 
 BIB = export_reader.bib_entries(BOOK / "references.bib")
 SMALL = "03_red_connections.ipynb"
@@ -94,7 +92,6 @@ def test_a_chinese_reader_notebook_is_the_english_one_translated_with_beforeqkv_
 def test_chapter_1_reads_in_chinese_as_the_site_does(reader_zh):
     """Chapter 1 is translated in full: every prose cell has Chinese, the title and an
     exercise heading are the catalog's, the figure numbers say 图."""
-    sys.path.insert(0, str(ROOT / "tools"))
     import translate_nb
     lookup = translate_nb.lookup_for("book/01_squished_memory")
     nb = nbformat.read(reader_zh / "01_squished_memory.ipynb", as_version=4)
@@ -107,7 +104,6 @@ def test_chapter_1_reads_in_chinese_as_the_site_does(reader_zh):
 
 
 def test_translate_markdown_replaces_paragraphs_list_items_headings_cells_and_directive_bodies():
-    sys.path.insert(0, str(ROOT / "tools"))
     import translate_nb
     lookup = {translate_nb.key(k): v for k, v in {
         "A title": "标题", "One line of a paragraph that goes on.": "一段。",

@@ -1,7 +1,6 @@
 """Tests on the built site (_build/html): run by .ci/run after `make site`."""
 import html as html_lib
 import re
-import sys
 from html.parser import HTMLParser
 
 import nbformat
@@ -10,8 +9,7 @@ import yaml
 
 from _book import CHAPTERS, ROOT, predictions, reader_problems
 
-sys.path.insert(0, str(ROOT / "tools"))
-import bootstrap  # noqa: E402
+import bootstrap
 
 
 def page(site, chapter):
@@ -53,8 +51,6 @@ def test_no_page_loads_anything_from_another_host(site, name):
 
 
 def test_mathjax_is_served_from_the_site_at_the_pinned_version(site):
-    import sys
-    sys.path.insert(0, str(ROOT / "tools"))
     import vendor
     version, integrity, _ = vendor.PINS["mathjax"]
     stamp = site / "_static" / "mathjax" / "VERSION"

@@ -6,11 +6,10 @@ import nbformat
 
 from _book import CHAPTERS, ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import clean_nb  # noqa: E402
-import junit_summary  # noqa: E402
-import solutions  # noqa: E402
-import student  # noqa: E402
+import clean_nb
+import junit_summary
+import solutions
+import student
 
 
 def test_student_version_removes_every_solution():
@@ -65,3 +64,13 @@ def test_make_student_writes_to_dist_not_book(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "student.py"), str(ROOT / "book"), str(tmp_path)],
                        capture_output=True, text=True, check=True)
     assert len(list(tmp_path.glob("*.ipynb"))) == len(CHAPTERS), r.stdout
+
+
+def test_no_tool_or_test_edits_sys_path_to_reach_the_tools():
+    """pytest's pythonpath (pyproject.toml) puts tools/ on the path for the tests; a tool run as a
+    script finds its neighbours itself. Left: _ext/ for the two tests of the Sphinx extension (its
+    i18n.py would shadow tools/i18n.py on a shared path) and seal.py's src/ (it runs before any install)."""
+    allowed = {"tests/test_i18n.py", "tests/test_site_ext.py", "tools/seal.py", "tests/test_tools.py"}
+    found = [str(p.relative_to(ROOT)) for d in ("tools", "tests") for p in sorted((ROOT / d).glob("*.py"))
+             if "sys.path.insert" in p.read_text(encoding="utf-8") and str(p.relative_to(ROOT)) not in allowed]
+    assert not found, found

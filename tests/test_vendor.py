@@ -1,14 +1,11 @@
 """tools/vendor.py: pinned tarballs are checked before use, and only the listed files are kept."""
 import io
-import sys
 import tarfile
 
 import pytest
 
-from _book import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import vendor  # noqa: E402
+import vendor
 
 
 def tarball(files):

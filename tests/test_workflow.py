@@ -16,8 +16,7 @@ import yaml
 
 from _book import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import publish  # noqa: E402
+import publish
 
 WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
 FLOW = yaml.safe_load(WORKFLOW.read_text())

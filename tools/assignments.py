@@ -41,9 +41,8 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import export_reader  # noqa: E402
-from solutions import BEGIN, BLOCK, DETAILS, END, prediction_name  # noqa: E402
+import export_reader
+from solutions import BEGIN, BLOCK, DETAILS, END, prediction_name
 
 HEADING = re.compile(r"^### (?:Exercise|练习) (\d+\.\d+) · (.*)$", re.M)  # English, Chinese
 HIDDEN = "### BEGIN HIDDEN TESTS\nfrom beforeqkv.checks import grading\n{asserts}\n### END HIDDEN TESTS"

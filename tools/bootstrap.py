@@ -23,8 +23,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from publish import configured_url, package_version  # noqa: E402
+from publish import configured_url, package_version
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_LINE = "# Colab or a fresh Jupyter: install what this chapter needs"

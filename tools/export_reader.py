@@ -53,9 +53,8 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402
-from solutions import BLOCK, DETAILS, is_prediction, strip_solutions  # noqa: E402
+import bootstrap
+from solutions import BLOCK, DETAILS, is_prediction, strip_solutions
 
 ROLE = re.compile(r"\{([a-z][\w:-]*)\}`([^`]*)`")
 LABEL = re.compile(r"^\([\w:.-]+\)=[ \t]*\n?", re.M)

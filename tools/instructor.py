@@ -19,8 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assignments  # noqa: E402
+import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ROOT / "instructor" / "answers.json"
@@ -100,8 +99,8 @@ ALLOW_PACKAGE = False  # True: an answer that calls the package's own implementa
 PREDICTIONS = "participation"
 
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor  # noqa: E402
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                     LimitOutput, SaveAutoGrades)
 
 
@@ -160,8 +159,8 @@ class PredictionStubs(Preprocessor):
         return cell, resources
 
 
-from nbgrader.converters import GenerateAssignment  # noqa: E402
-from nbgrader.preprocessors import ClearSolutions  # noqa: E402
+from nbgrader.converters import GenerateAssignment
+from nbgrader.preprocessors import ClearSolutions
 
 _steps = list(GenerateAssignment.class_traits()["preprocessors"].default())  # nbgrader's own list
 _after = _steps.index(ClearSolutions) + 1
@@ -173,9 +172,9 @@ c.GenerateAssignment.preprocessors = _steps[:_after] + [PredictionStubs] + _step
 # in the students' copy, so that warning would come for every test cell of every submission:
 # HiddenTestsBack puts them back first where the rest of the cell is as released, so the
 # warning is left for a cell the student edited (the cell is restored either way).
-from nbgrader.api import MissingEntry  # noqa: E402
-from nbgrader.converters import Autograde  # noqa: E402
-from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells  # noqa: E402
+from nbgrader.api import MissingEntry
+from nbgrader.converters import Autograde
+from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells
 
 
 class HiddenTestsBack(OverwriteCells):

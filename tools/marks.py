@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assignments import HEADING  # noqa: E402  (the one definition of an exercise heading)
+from assignments import HEADING  # (the one definition of an exercise heading)
 
 MARK = re.compile(r"^\*Difficulty [★☆]{3} · about \d+ min\*$")
 

@@ -29,8 +29,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402
+import bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 README = """# Before Q, K, and V: the notebooks

@@ -49,11 +49,10 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assignments  # noqa: E402
-import bootstrap  # noqa: E402
-from solutions import BLOCK, MARKER, is_prediction, prediction_name  # noqa: E402
-import export_reader  # noqa: E402
+import assignments
+import bootstrap
+from solutions import BLOCK, MARKER, is_prediction, prediction_name
+import export_reader
 
 OTTER_VERSION = "7.0.0"  # requirements-otter.txt pins the same
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"

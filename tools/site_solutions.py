@@ -23,8 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from solutions import BLOCK, is_prediction, strip_solutions  # noqa: E402
+from solutions import BLOCK, is_prediction, strip_solutions
 
 SHOW, HIDE = "Show solution", "Hide solution"
 PREDICTION_SHOW, PREDICTION_HIDE = "Show the prediction cell", "Hide the prediction cell"

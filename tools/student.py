@@ -17,8 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from solutions import (BEGIN, BLOCK, DETAILS, is_prediction, strip_model_answers,  # noqa: E402,F401
+from solutions import (BEGIN, BLOCK, DETAILS, is_prediction, strip_model_answers,  # noqa: F401
                        strip_solutions)
 
 def student_version(nb, keep_outputs: bool = False):

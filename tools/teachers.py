@@ -17,8 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import assignments  # noqa: E402
+import assignments
 
 STARS = {1: "★", 2: "★★", 3: "★★★"}
 

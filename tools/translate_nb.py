@@ -23,8 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import i18n  # noqa: E402
+import i18n
 
 TEXT_BLOCKS = {"paragraph_open", "heading_open"}
 CELLS = {"th_open", "td_open"}
