@@ -33,7 +33,6 @@ import torch.nn.functional as F
 
 import beforeqkv
 from beforeqkv import attention, models, tasks, train
-from beforeqkv.attention import with_weights
 
 # ---------------------------------------------------------------- the chapters' settings
 # Each equals the notebook's own definition (tests/test_bench_seeds.py reads the notebook's
@@ -145,7 +144,7 @@ def ch01(seed: int, device) -> list[Claim]:
     c.below("LSTM at N = 32 (3 x chance)", acc_lstm[32], 3 / 16)
     (k, v, q), _ = held_out(32, held_seed=99)
     with torch.inference_mode():
-        _, (w,) = with_weights(fits["attention", 32].model, k.to(device), v.to(device), q.to(device))
+        _, (w,) = attention.with_weights(fits["attention", 32].model, k.to(device), v.to(device), q.to(device))
     on_answer = (w.cpu() * (k == q[:, None]).float()).sum(-1).mean().item()
     c.at_least("attention N = 32: weight on the answer", on_answer, 0.8)
     acc_hid = {16: fits["h16", 8].accuracy, 64: acc_lstm[8], 128: fits["h128", 8].accuracy}
@@ -252,7 +251,7 @@ def ch05(seed: int, device) -> list[Claim]:
         fit = _fit(lambda: models.TriadModel(name, d_model=32), lambda g: tasks.triads(cfg["batch"], generator=g),
                    cfg["steps"], cfg["lr"], seed, device, test=test)
         with torch.no_grad():
-            _, (a,) = with_weights(fit.model, *(x.to(device) for x in test[0]))
+            _, (a,) = attention.with_weights(fit.model, *(x.to(device) for x in test[0]))
         a = a.cpu()
         return fit.model.cpu(), dict(acc=fit.accuracy, self=scores.self_weight(a),
                                      succ=(a * succ).sum(-1).mean().item(), pred=(a * pred).sum(-1).mean().item())
@@ -352,7 +351,7 @@ def ch07(seed: int, device) -> list[Claim]:
     sat, grad = {}, {}
     for scaled in (True, False):
         model = make_model(1024, scaled)
-        logits, (w,) = with_weights(model, k.to(device), v.to(device), q.to(device))
+        logits, (w,) = attention.with_weights(model, k.to(device), v.to(device), q.to(device))
         train.cross_entropy(logits, target.to(device)).backward()
         sat[scaled] = (w.max(-1).values > 0.99).float().mean().item()
         grad[scaled] = model.W_Q.weight.grad.norm().item()
@@ -402,7 +401,7 @@ def ch08(seed: int, device) -> list[Claim]:
     peek_parallel, peek_prefix = train.evaluate_loss(peeker, held_out), prefix_loss(peeker)
     mask_parallel, mask_prefix = train.evaluate_loss(masked, held_out), prefix_loss(masked)
     with torch.no_grad():
-        _, weights = with_weights(peeker, held_out[0][:500].to(device))
+        _, weights = attention.with_weights(peeker, held_out[0][:500].to(device))
     on_next = weights[0].diagonal(offset=1, dim1=-2, dim2=-1).mean(dim=(0, 2))  # (H,)
     ln16 = math.log(16)
     c.at_least("unmasked: weight on position t+1, best head", on_next.max().item(), 0.5)

@@ -357,8 +357,8 @@ class MultiHeadAttention(nn.Module):
             if causal:
                 cm = causal_mask(t_q, t_k, device=x.device)  # (T, T_k)
                 mask = cm if mask is None else (mask & cm)
-            weights = self.tap(attention_weights(attention_scores(q, k, self.scale), mask))  # (B, H, T, T_k)
-            out = torch.einsum("bhij,bhjd->bhid", weights, v)  # (B, H, T, d_head)
+            out, weights = attend(q, k, v, mask=mask, scale=self.scale)  # (B, H, T, d_head), (B, H, T, T_k)
+            self.tap(weights)  # where record_weights reads them
         b, _, t, _ = out.shape
         out = out.transpose(1, 2).reshape(b, t, self.n_heads * self.d_head)  # (B, T, H*d_head)
         return self.W_O(out)  # (B, T, d_model)

@@ -1,7 +1,7 @@
 """Reading attention weights from outside a model, so the models never return them.
 
-Every layer that computes attention weights passes them through a :class:`WeightsTap`, which
-hands them on unchanged. :func:`record_weights` puts a forward hook on each tap of a model
+Every layer that computes attention weights hands them to a :class:`WeightsTap`, which
+returns them unchanged. :func:`record_weights` puts a forward hook on each tap of a model
 for the length of a ``with`` block and collects what passes; :func:`with_weights` runs the
 model once under it. The teaching classes stay as plain as the chapters that derive them:
 their ``forward`` returns its output and nothing else.
@@ -24,7 +24,7 @@ __all__ = ["WeightsTap", "record_weights", "with_weights"]
 
 
 class WeightsTap(nn.Identity):
-    """Where a layer's attention weights pass on their way to the values; returns them unchanged."""
+    """Where a layer hands over the attention weights it formed; returns them unchanged."""
 
 
 @contextlib.contextmanager

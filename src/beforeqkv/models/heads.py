@@ -10,9 +10,10 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from ..attention import MultiHeadAttention, with_weights
+from ..attention import MultiHeadAttention
 from .._validate import check_positive
 from .embeddings import ItemPayloadEmbedding
+from ..recorder import with_weights
 
 __all__ = ["RingHeads", "PerPairGenerator", "ov_matrices", "per_pair_matrices", "mix_per_pair"]
 

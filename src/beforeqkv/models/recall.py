@@ -6,7 +6,7 @@ import math
 import torch
 import torch.nn as nn
 
-from ..attention import attention_scores, attention_weights, linear_attention
+from ..attention import attend, linear_attention
 from ..recorder import WeightsTap
 from .blocks import make_norm
 from .embeddings import PairEmbedding
@@ -70,8 +70,8 @@ class RecallAttention(nn.Module):
             read = linear_attention(q, k, v, via_memory=True)  # (B, 1, d_head)
         else:
             scale = 1.0 / math.sqrt(self.d_head) if self.scaled else 1.0
-            a = self.tap(attention_weights(attention_scores(q, k, scale))[:, 0])  # (B, N): one query
-            read = torch.einsum("bj,bjd->bd", a, v).unsqueeze(1)  # (B, 1, d_head)
+            read, weights = attend(q, k, v, scale=scale)  # (B, 1, d_head), (B, 1, N)
+            self.tap(weights[:, 0])  # (B, N): where record_weights reads them
         return self.readout(read[:, 0])  # (B, n_values)
 
 
