@@ -33,7 +33,7 @@ export BEFOREQKV_PROGRESS ?= 0
 help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
 
-$(STAMP): pyproject.toml requirements.txt requirements-data.txt requirements-real.txt
+$(STAMP): pyproject.toml tools/pyproject.toml requirements.txt requirements-data.txt requirements-real.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "== installing into $(VENV) (torch: a CPU wheel unless one is already installed)"
 	@$(BIN)/python -c "import torch" 2>/dev/null || \
@@ -41,7 +41,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-data.txt requirements-rea
 	  $(BIN)/pip install $(PIPQ) "torch>=2.4"
 	@$(BIN)/pip install $(PIPQ) -r requirements.txt
 	@$(BIN)/pip install $(PIPQ) --no-deps --require-hashes -r requirements-data.txt -r requirements-real.txt
-	@$(BIN)/python -c "import beforeqkv, torch; print('== beforeqkv', beforeqkv.__version__, '| torch', torch.__version__)"
+	@$(BIN)/python -c "import beforeqkv, editions, torch; print('== beforeqkv', beforeqkv.__version__, '| torch', torch.__version__)"
 	@touch $@
 
 install: $(STAMP)
@@ -60,8 +60,8 @@ unit: $(STAMP)
 # Execute every chapter once per edition (into scratch copies, so book/ stays stripped):
 # English into _exec, and, at the same time on the second core, with BEFOREQKV_LANG=zh_CN
 # (checker hints, banner, figure words in Chinese; the chapters' print lines from
-# locales/zh_CN/prints, tools/prints.py) into _exec_zh, which the Chinese site is
-# built from; no figure of it may miss a glyph (tools/i18n.py glyphs). EXECUTE_ZH=0: English only.
+# locales/zh_CN/prints, tools/editions/prints.py) into _exec_zh, which the Chinese site is
+# built from; no figure of it may miss a glyph (tools/editions/i18n.py glyphs). EXECUTE_ZH=0: English only.
 # BEFOREQKV_EXPLORERS=static: each explorer draws its (bounded) grid of settings once into
 # an HTML component that works on the static site; _build/explorers.jsonl logs their cost.
 EXEC_ZH := _exec_zh
@@ -80,7 +80,7 @@ execute: $(STAMP)
 	@rm -rf $(EXEC) $(EXEC_ZH) && mkdir -p $(EXEC) _build && rm -f _build/explorers*.jsonl _build/execute-*
 	@cp -r book _config.yml _toc.yml $(EXEC)/
 	@if [ "$(EXECUTE_ZH)" = 1 ]; then mkdir -p $(EXEC_ZH) && cp -r book _config.yml _toc.yml $(EXEC_ZH)/ && \
-	  $(BIN)/python tools/prints.py apply $(EXEC_ZH)/book --lang $(I18N_LANG); fi
+	  $(BIN)/python -m editions.prints apply $(EXEC_ZH)/book --lang $(I18N_LANG); fi
 	@t0=$$(date +%s); \
 	( cd $(EXEC) && BEFOREQKV_EXPLORER_LOG=$(CURDIR)/_build/explorers.jsonl $(NBMAKE) \
 	    --junitxml=../_build/junit-notebooks.xml > ../_build/execute-en.log 2>&1; echo $$? > ../_build/execute-en.rc ) & \
@@ -93,7 +93,7 @@ execute: $(STAMP)
 	echo "== executed in $$(( $$(date +%s) - t0 )) s$(if $(filter 1,$(EXECUTE_ZH)), (both editions, side by side))"; \
 	for ed in en $(if $(filter 1,$(EXECUTE_ZH)),zh); do test "$$(cat _build/execute-$$ed.rc 2>/dev/null)" = 0 || \
 	  { echo "== the $$ed execution failed (_build/execute-$$ed.log); 'make execute' runs it again"; exit 1; }; done
-	@if [ "$(EXECUTE_ZH)" = 1 ]; then $(BIN)/python tools/i18n.py glyphs $(EXEC_ZH)/book; fi
+	@if [ "$(EXECUTE_ZH)" = 1 ]; then $(BIN)/python -m editions.i18n glyphs $(EXEC_ZH)/book; fi
 	@date -u +"%F %T" > $(EXECUTED)
 
 test: lint unit execute
@@ -105,7 +105,7 @@ vendor:
 	$(PYTHON) tools/vendor.py _build/vendor
 
 # Build the site from the already executed notebooks (execution is off in _config.yml), in a
-# scratch copy (_exec_site) where tools/site_solutions.py folds each solution as "Show solution"
+# scratch copy (_exec_site) where tools/editions/site_solutions.py folds each solution as "Show solution"
 # without its markers and drops the predictions' answers. The reader notebooks are made first
 # (dist/reader) and copied into the site (notebooks/), where the download button points.
 # Two editions from that one copy: English (_build/html) and Chinese (_build/html/zh, its
@@ -125,13 +125,13 @@ define site_copy
 	@cp -r $(1)/book _config.yml _toc.yml _ext $(2)/ && cp book/*.md book/*.bib $(2)/book/
 	@rm -rf $(2)/book/_static && cp -r book/_static $(2)/book/_static
 	@cp -r _build/vendor/mathjax $(2)/book/_static/mathjax
-	$(BIN)/python tools/site_solutions.py $(2)/book
+	$(BIN)/python -m editions.site_solutions $(2)/book
 endef
 
 # The reader notebooks of both editions (what the buttons open): dist/reader, dist/reader/zh.
 define export_readers
-$(BIN)/python tools/export_reader.py book $(EXEC)/book dist/reader
-$(BIN)/python tools/export_reader.py book $(ZH_EXEC)/book dist/reader/$(I18N_DIR) $(I18N_LANG)
+$(BIN)/python -m editions.export_reader book $(EXEC)/book dist/reader
+$(BIN)/python -m editions.export_reader book $(ZH_EXEC)/book dist/reader/$(I18N_DIR) $(I18N_LANG)
 endef
 
 # The executed copies both editions (and the catalogs, make i18n-pot) are built from, and
@@ -150,12 +150,12 @@ site-en: $(STAMP)
 	@mkdir -p _build/html/notebooks && cp dist/reader/[0-9]*.ipynb _build/html/notebooks/
 
 # The Chinese edition, from its executed copy: _config.yml with locales/zh_CN/config.yml
-# merged in (tools/i18n.py config, so the two never drift), the catalogs of locales/.
+# merged in (tools/editions/i18n.py config, so the two never drift), the catalogs of locales/.
 site-zh: $(STAMP)
 	@test -d $(SITE_SRC_ZH)/book || { echo "no $(SITE_SRC_ZH): run 'make site' (or make site-src) first"; exit 1; }
 	@test -d _build/html || { echo "no English edition in _build/html: run 'make site' (or make site-en) first"; exit 1; }
 	@rm -rf $(SITE_SRC_ZH)/locales _build/$(I18N_DIR) _build/html/$(I18N_DIR) && cp -r locales $(SITE_SRC_ZH)/locales
-	$(BIN)/python tools/i18n.py config --lang $(I18N_LANG) _config.yml $(SITE_SRC_ZH)/_config_$(I18N_DIR).yml
+	$(BIN)/python -m editions.i18n config --lang $(I18N_LANG) _config.yml $(SITE_SRC_ZH)/_config_$(I18N_DIR).yml
 	@t0=$$(date +%s); $(BIN)/jupyter-book build $(SITE_SRC_ZH) --config $(SITE_SRC_ZH)/_config_$(I18N_DIR).yml \
 	  --path-output _build/$(I18N_DIR) $(JB_FLAGS); \
 	  echo "== Chinese edition built in $$(( $$(date +%s) - t0 )) s"
@@ -176,10 +176,10 @@ i18n-pot: site-src
 i18n-update: $(STAMP)
 	@test -d _build/gettext || { echo "no _build/gettext: run 'make i18n-pot' first"; exit 1; }
 	$(BIN)/python -m sphinx_intl update -p _build/gettext -d locales -l $(I18N_LANG) -w 0
-	$(BIN)/python tools/i18n.py status --lang $(I18N_LANG)
+	$(BIN)/python -m editions.i18n status --lang $(I18N_LANG)
 
 i18n-status: $(STAMP)
-	@$(BIN)/python tools/i18n.py status --lang $(I18N_LANG)
+	@$(BIN)/python -m editions.i18n status --lang $(I18N_LANG)
 
 # The package's strings (src/beforeqkv/i18n.py): every _("...") extracted, merged into
 # src/beforeqkv/locale/zh_CN/LC_MESSAGES/beforeqkv.po (edit that), compiled to .mo (committed).
@@ -194,7 +194,7 @@ i18n-package: $(STAMP)
 # The branch Colab and Binder open (bqkv_notebooks_branch in _config.yml): the reader
 # notebooks under book/, binder/ and a README, assembled in _build/notebooks-branch.
 notebooks-branch: $(STAMP)
-	$(BIN)/python tools/notebooks_branch.py dist/reader _build/notebooks-branch
+	$(BIN)/python -m editions.notebooks_branch dist/reader _build/notebooks-branch
 
 # The built site in headless Chromium (Debian's, driven by Playwright: tools/browser.py), every
 # request for a host but 127.0.0.1 blocked and reported; screenshots (1280 and 390 px wide)
@@ -243,10 +243,10 @@ gpu-check: $(STAMP)
 	$(BIN)/python tools/gpu_check.py --out _build/gpu
 
 student: $(STAMP)
-	$(BIN)/python tools/student.py book dist/student
+	$(BIN)/python -m editions.student book dist/student
 
 strip: $(STAMP)
-	$(BIN)/python tools/clean_nb.py book/*.ipynb
+	$(BIN)/python -m editions.clean_nb book/*.ipynb
 
 clean:
 	rm -rf _build _exec _exec_zh _exec_site _exec_site_zh dist
@@ -263,7 +263,7 @@ HW_VENV ?= $(VENV)-homework
 
 # nbgrader lives in its own venv; its kernel "python3" is the book's .venv (torch, beforeqkv),
 # so nbgrader's validate/autograde run the notebooks where the package is installed.
-$(HW_VENV)/.installed: requirements-homework.txt $(STAMP)
+$(HW_VENV)/.installed: requirements-homework.txt tools/pyproject.toml $(STAMP)
 	@test -x $(HW_VENV)/bin/python || $(PYTHON) -m venv $(HW_VENV)
 	@echo "== installing nbgrader into $(HW_VENV) (only for make assignments)"
 	@$(HW_VENV)/bin/pip install $(PIPQ) -r requirements-homework.txt
@@ -275,30 +275,30 @@ $(EXECUTED):
 	$(MAKE) execute
 
 assignments: $(STAMP) $(HW_VENV)/.installed | $(EXECUTED)
-	$(HW_VENV)/bin/python tools/assignments.py book $(EXEC)/book dist/assignments dist/instructor
-	$(HW_VENV)/bin/python tools/assignments.py book $(ZH_EXEC)/book dist/assignments/$(I18N_DIR) dist/instructor/$(I18N_DIR) $(I18N_LANG)
+	$(HW_VENV)/bin/python -m editions.assignments book $(EXEC)/book dist/assignments dist/instructor
+	$(HW_VENV)/bin/python -m editions.assignments book $(ZH_EXEC)/book dist/assignments/$(I18N_DIR) dist/instructor/$(I18N_DIR) $(I18N_LANG)
 
 instructor: assignments
-	$(BIN)/python tools/instructor.py book dist/instructor
+	$(BIN)/python -m editions.instructor book dist/instructor
 	@echo "== instructors only: dist/instructor/ (answer key, nbgrader source versions); students: dist/assignments/"
 
 # Seal the prediction answers (instructor/answers.json) into the package (checks/_sealed.py).
 seal: $(STAMP)
-	$(BIN)/python tools/seal.py
+	$(BIN)/python -m editions.seal
 
 reader-notebooks: $(STAMP) | $(EXECUTED)
 	$(export_readers)
 
 teachers: $(STAMP)
-	$(BIN)/python tools/teachers.py book book/teachers.md
+	$(BIN)/python -m editions.teachers book book/teachers.md
 
 book-students: $(STAMP) vendor | $(EXECUTED)
 	@rm -rf _exec_students && mkdir -p _exec_students
 	@cp -r $(EXEC)/book _config.yml _toc.yml _ext _exec_students/ && cp book/*.md book/*.bib _exec_students/book/
-	$(BIN)/python tools/i18n.py config --lang en --only _config.yml _exec_students/_config.yml
+	$(BIN)/python -m editions.i18n config --lang en --only _config.yml _exec_students/_config.yml
 	@rm -rf _exec_students/book/_static && cp -r book/_static _exec_students/book/_static
 	@cp -r _build/vendor/mathjax _exec_students/book/_static/mathjax
-	$(BIN)/python tools/student.py --site _exec_students/book
+	$(BIN)/python -m editions.student --site _exec_students/book
 	@rm -rf _build/html-students
 	$(BIN)/jupyter-book build _exec_students --path-output _build/students $(JB_FLAGS)
 	@rm -rf _build/html-students && mv _build/students/_build/html _build/html-students && rm -rf _build/students
@@ -333,7 +333,7 @@ $(OTTER_VENV)/.installed: requirements-otter.txt $(STAMP)
 	@touch $@
 
 assignments-otter: $(STAMP) $(OTTER_VENV)/.installed dist | $(EXECUTED)
-	$(OTTER_VENV)/bin/python tools/otter_assign.py --wheel "$$(ls dist/beforeqkv-*-py3-none-any.whl)" \
+	$(OTTER_VENV)/bin/python -m editions.otter_assign --wheel "$$(ls dist/beforeqkv-*-py3-none-any.whl)" \
 	  --torch $(TORCH_VERSION) $(if $(OTTER_CHAPTERS),--chapters $(OTTER_CHAPTERS)) book $(EXEC)/book dist
 
 test-otter: OTTER_CHAPTERS = 03

@@ -7,16 +7,16 @@
   is off), and its loader points at a CDN.
 * Nothing from a CDN: a page that would still load a script or stylesheet from another
   host gets a build warning, which `-W` (make site) turns into an error.
-* Every button of a chapter opens its reader notebook (tools/export_reader.py: no raw
+* Every button of a chapter opens its reader notebook (tools/editions/export_reader.py: no raw
   MyST, no solution in view), never the author's source: Colab and Binder open
   ``notebooks/NN_x.ipynb`` (``bqkv_notebooks_dir``) on the branch named by ``bqkv_notebooks_branch`` (``_config.yml``,
   published by .github/workflows/book.yml), built from ``repository.url``; the download
   button's ``.ipynb`` is the copy ``make site`` puts in ``bqkv_notebooks_dir`` of the site.
 * Figures are numbered per chapter, "Figure 5.2" for chapter 5's second figure (Sphinx
   alone counts on across the whole book when the toc is not numbered); other pages
-  number theirs from 1. tools/export_reader.py numbers the reader notebooks the same way.
+  number theirs from 1. tools/editions/export_reader.py numbers the reader notebooks the same way.
 * Editions: the site holds one edition per language of ``bqkv_editions`` (English at the
-  root, Chinese under ``zh/``; tools/i18n.py, locales/). Every page's header links to the
+  root, Chinese under ``zh/``; tools/editions/i18n.py, locales/). Every page's header links to the
   same page in each other edition, by a relative URL (works offline and on any host), and
   names it in a ``<link rel="alternate" hreflang>``. A chapter's buttons in another edition
   open that edition's reader notebook: ``zh/notebooks/NN_x.ipynb`` in the site (download)
@@ -64,6 +64,8 @@ from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.i18n import docname_to_domain
 from sphinx.util import logging
+
+from editions.book import chapter_number, number_per_chapter
 
 logger = logging.getLogger(__name__)
 
@@ -141,21 +143,11 @@ def _reader_buttons(app, pagename, templatename, context, doctree):
                 button["tooltip"] = ui_string(app, "Download the notebook (answers at its end)")
 
 
-def chapter_number(docname: str) -> int | None:
-    """5 for 'book/05_queries_keys'; None for a page that is not a chapter."""
-    m = re.match(r"(?:.*/)?(\d+)_", docname)
-    return int(m.group(1)) if m else None
-
-
 def _number_figures_per_chapter(app, env):
-    """Rewrite Sphinx's book-wide figure numbers (assigned just before, by the toctree
-    collector at the default priority) as (chapter, n) in page order."""
-    for docname, kinds in env.toc_fignumbers.items():
-        chapter = chapter_number(docname)
-        for numbers in kinds.values():
-            order = sorted(numbers, key=lambda fid: numbers[fid])
-            for i, fid in enumerate(order, start=1):
-                numbers[fid] = (chapter, i) if chapter is not None else (i,)
+    """Sphinx's book-wide figure numbers (assigned just before, by the toctree collector at
+    the default priority) as (chapter, n) in page order: ``editions.book``, which numbers the
+    reader notebooks' figures too."""
+    number_per_chapter(env.toc_fignumbers)
     return []
 
 

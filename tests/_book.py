@@ -3,7 +3,7 @@ import re
 from pathlib import Path
 
 import nbformat
-import yaml
+from editions.book import toc_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -11,21 +11,7 @@ CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
 
 
 def toc_files():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(toc.get("parts", toc.get("chapters", [])))
-    return files
+    return toc_pages(ROOT / "_toc.yml")
 
 
 def read(path):
@@ -79,7 +65,7 @@ def answer_leaks(text: str, markers=None) -> list[str]:
 
 # ---------------------------------------------------------------- reader notebooks
 def _tools():
-    import solutions
+    from editions import solutions
     return solutions
 
 
@@ -113,7 +99,7 @@ def printed_before(cells):
     call (outside the book's build it prints its value) or a cell the site hides
     (``remove-cell``), the install cell excepted."""
     _tools()
-    import bootstrap
+    from editions import bootstrap
     problems = []
     for cell in (c for c in cells if c.cell_type == "code"):
         if re.search(r"(?<![\w.])glue\(|beforeqkv\.glue\(", cell.source):
@@ -128,7 +114,7 @@ def reader_problems(reader, source):
     """What a reader notebook shows that it must not: raw MyST, a solution marker, a line of
     a solution outside its folded Answers section, a prediction's answer anywhere, a cell
     that prints a glued number or an answer before the Answers section."""
-    import export_reader
+    from editions import export_reader
     answers = {"## Answers"} | {w["## Answers"] for w in export_reader.WORDS.values()}
     answer_title = tuple({"### Answer to exercise"} | {"### " + w["Answer to exercise {number}"].split("{")[0]
                                                        for w in export_reader.WORDS.values()})

@@ -201,8 +201,8 @@ def test_the_cell_length_check_catches_a_long_cell():
 
 
 def test_every_exercise_shows_its_difficulty_and_time():
-    import marks
-    assert marks.main(["--check", *map(str, CHAPTERS)]) == 0, "run python tools/marks.py --write book/*.ipynb"
+    from editions import marks
+    assert marks.main(["--check", *map(str, CHAPTERS)]) == 0, "run python -m editions.marks --write book/*.ipynb"
     assert marks.marked("### Exercise 1.1 · A\nText", {"1.1": {"difficulty": 2, "minutes": 5}}) == \
         "### Exercise 1.1 · A\n*Difficulty ★★☆ · about 5 min*\n\nText"
     with pytest.raises(ValueError, match="1.2"):

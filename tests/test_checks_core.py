@@ -107,7 +107,7 @@ def test_the_sealed_file_is_up_to_date():
     import subprocess
     import sys
     root = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, str(root / "tools" / "seal.py"), "--check"], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "editions.seal", "--check"], capture_output=True, text=True, cwd=root)
     assert run.returncode == 0, run.stderr
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from _book import CHAPTERS, ROOT
 
-import bootstrap
+from editions import bootstrap
 
 pytestmark = pytest.mark.colab
 TORCH = os.environ.get("TORCH_VERSION", "2.13.0")

@@ -53,6 +53,6 @@ def test_without_cuda_the_report_says_so_and_a_failure_fails_the_check(tmp_path,
 
 
 def test_the_data_packages_and_the_install_cell_are_bootstraps():
-    import bootstrap
+    from editions import bootstrap
     assert gpu_check.DATA == {use: module for module, uses in bootstrap.PACKAGES.values() for use in uses}
     assert gpu_check.INSTALL_CELL == bootstrap.FIRST_LINE

@@ -2,7 +2,7 @@
 notebook without the trick (``beforeqkv.grade`` and ``beforeqkv.sandbox``; nbgrader's autograde
 runs the same grader, tested in ``test_homework.py``).
 
-The notebooks are the nbgrader source versions of chapters 3 and 8 (``tools/assignments.py``, with
+The notebooks are the nbgrader source versions of chapters 3 and 8 (``tools/editions/assignments.py``, with
 stand-in glued numbers): the instructor's answers (full marks) and the same notebook with every
 answer emptied as nbgrader's release empties it (0 points).
 """
@@ -14,9 +14,9 @@ import pytest
 
 from _book import BOOK
 
-import assignments
-import export_reader
-from solutions import BLOCK, prediction_name
+from editions import assignments
+from editions import export_reader
+from editions.solutions import BLOCK, prediction_name
 
 from beforeqkv import grade, sandbox
 

@@ -16,10 +16,11 @@ import pytest
 
 from _book import BOOK, CHAPTERS, ROOT, all_solution_lines, printed_before
 
-import assignments
-import export_reader
-import student
-import teachers
+from editions import assignments
+from editions import book
+from editions import export_reader
+from editions import student
+from editions import teachers
 
 SMALL = BOOK / "03_red_connections.ipynb"
 EXECUTED = ROOT / "_exec" / "book"  # make execute
@@ -90,7 +91,7 @@ def test_figure_references_become_numbers_and_captions_follow_their_figures():
     out = export_reader.reader_notebook(copy.deepcopy(nb), {"acc": 0.91}, BIB)
     assert out.cells[0].source == "Figure 2 beats Figure 1."
     assert [c.source for c in out.cells if c.cell_type == "markdown"][-1] == "**Figure 2.** Loss as 0.9 grows."
-    chapter = export_reader.reader_notebook(nb, {"acc": 0.91}, BIB, export_reader.chapter_of("05_x.ipynb"))
+    chapter = export_reader.reader_notebook(nb, {"acc": 0.91}, BIB, book.chapter_number("05_x.ipynb"))
     assert chapter.cells[0].source == "Figure 5.2 beats Figure 5.1."  # as the site numbers them
     bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("{numref}`fig-zz`")])
     with pytest.raises(KeyError, match="fig-zz"):
@@ -198,7 +199,7 @@ def _nbgrader_split(source) -> dict:
 
 def _otter_questions(source, chapter) -> list[tuple[int, bool]]:
     """(points, manual) of each question in otter's source format, in order."""
-    import otter_assign
+    from editions import otter_assign
     nb = otter_assign.otter_source(source, "chapter", chapter)
     found = []
     for cell in nb.cells:
@@ -219,7 +220,7 @@ def _check_split(text: str, path: Path):
     said = [int(n) for n in TOTALS.search(section).groups()]
     assert said == [sum(a for a, __ in split.values()), sum(h for __, h in split.values())], path.name
     graded = [cell.metadata["nbgrader"] for cell in source.cells if cell.metadata.get("nbgrader", {}).get("grade")]
-    otter = _otter_questions(source, export_reader.chapter_of(path))
+    otter = _otter_questions(source, book.chapter_number(path))
     assert otter == [(g["points"], bool(g.get("solution"))) for g in graded], path.name
     for m in ROW.finditer(section):  # an open part is by hand, any other part automatic
         auto, by_hand = rows[m.group(1)]
@@ -237,7 +238,7 @@ def test_the_split_check_rejects_an_open_part_counted_as_automatic():
     automatic) fails the check, in the row and in the totals."""
     text = (BOOK / "teachers.md").read_text(encoding="utf-8")
     row = next(m for m in ROW.finditer(text) if m.group(2) == "prediction + open")
-    path = next(p for p in CHAPTERS if row.group(1).startswith(f"{export_reader.chapter_of(p)}."))
+    path = next(p for p in CHAPTERS if row.group(1).startswith(f"{book.chapter_number(p)}."))
     _check_split(text, path)
     auto, by_hand = int(row.group(3)), int(row.group(4))
     wrong_row = text.replace(row.group(0), row.group(0).replace(f"| {auto} + {by_hand} |", f"| {auto + by_hand} + 0 |"))
@@ -253,7 +254,7 @@ def test_the_split_check_rejects_an_open_part_counted_as_automatic():
 
 def test_the_answer_key_holds_every_model_answer():
     """No open question of a real chapter is left empty in dist/instructor/answer_key.md."""
-    import instructor
+    from editions import instructor
     key = json.loads(instructor.KEY.read_text(encoding="utf-8"))
     opens = []
     for path in CHAPTERS:
@@ -265,7 +266,7 @@ def test_the_answer_key_holds_every_model_answer():
 
 
 def test_the_answer_key_gives_a_numeric_predictions_tolerance():
-    import instructor
+    from editions import instructor
     key = json.loads(instructor.KEY.read_text(encoding="utf-8"))
     rows = instructor._rows(BOOK / "08_transformer.ipynb", key)
     assert any("(`ch8_iid_floor`)" in r and "(accepted within 0.05)" in r for r in rows)

@@ -1,4 +1,4 @@
-"""The Chinese edition (tools/i18n.py, locales/zh_CN, _ext/bqkv_site.py).
+"""The Chinese edition (tools/editions/i18n.py, locales/zh_CN, _ext/bqkv_site.py).
 
 Catalog tests need no build: every translation keeps the English's roles, glue, math and
 code; the translated pages use each term of locales/zh_CN/TERMS.md one way; the edition's
@@ -11,7 +11,6 @@ index finds 注意力.
 import html as html_lib
 import json
 import re
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from posixpath import normpath
@@ -22,8 +21,7 @@ import yaml
 
 from _book import CHAPTERS, ROOT, reader_problems, toc_files
 
-sys.path.insert(0, str(ROOT / "_ext"))
-import i18n
+from editions import i18n
 
 LANG = "zh_CN"
 PO_DIR = ROOT / "locales" / LANG / "LC_MESSAGES"
@@ -616,7 +614,7 @@ def test_chinese_sidebar_has_translated_part_captions(site):
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_a_chinese_chapters_buttons_open_its_chinese_reader_notebook(site, chapter):
     """Download: zh/notebooks/NN.ipynb of the site; Colab and Binder: zh/notebooks/NN.ipynb on
-    the notebooks branch (the same file, tools/notebooks_branch.py); the notebook has Chinese
+    the notebooks branch (the same file, tools/editions/notebooks_branch.py); the notebook has Chinese
     Markdown, sets BEFOREQKV_LANG=zh_CN and shows no solution."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     org, repo = re.match(r"https://github\.com/([^/]+)/([^/]+)", config["repository"]["url"]).groups()
@@ -699,7 +697,7 @@ def test_a_display_equation_has_no_prose_for_the_term_check():
 
 
 def test_the_teachers_page_names_each_chapter_and_exercise_as_the_chapter_does():
-    """tools/teachers.py copies the chapters' titles into the teachers page: one translation."""
+    """tools/editions/teachers.py copies the chapters' titles into the teachers page: one translation."""
     chapters = {}
     for po in sorted((PO_DIR / "book").glob("[01][0-9]_*.po")):
         for msgid, msgstr, _ in translated_entries(po):

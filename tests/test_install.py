@@ -1,5 +1,5 @@
 """The ways in: the repository URL is written once (_config.yml) and every chapter's hidden
-install cell is generated from it (tools/bootstrap.py), with the chapter's data packages."""
+install cell is generated from it (tools/editions/bootstrap.py), with the chapter's data packages."""
 import re
 import sys
 
@@ -9,7 +9,7 @@ import yaml
 
 from _book import CHAPTERS, ROOT
 
-import bootstrap
+from editions import bootstrap
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 URL = CONFIG["repository"]["url"].rstrip("/")
@@ -21,7 +21,7 @@ def test_each_chapters_install_cell_is_the_generated_one(chapter):
     cell = bootstrap.bootstrap_cell(nb)
     assert cell is not None, f"{chapter.stem}: the first code cell must be the hidden install cell"
     assert cell.source == bootstrap.cell_source(nb), \
-        f"{chapter.stem}: run `python tools/bootstrap.py --write {chapter.relative_to(ROOT)}`"
+        f"{chapter.stem}: run `python -m editions.bootstrap --write {chapter.relative_to(ROOT)}`"
     assert f'REPO = "{URL}"' in cell.source
     assert bootstrap.pinned_ref(nb) == CONFIG["repository"]["branch"], "the author's copy installs the branch"
 

@@ -1,4 +1,4 @@
-"""Proofs for the otter-grader homework (Gradescope and Colab): tools/otter_assign.py.
+"""Proofs for the otter-grader homework (Gradescope and Colab): tools/editions/otter_assign.py.
 
 The fast proofs (otter's source format) run everywhere. The grading proofs need otter:
 ``make test-otter`` builds chapter 3 into ``dist/`` and sets ``BEFOREQKV_OTTER=dist`` (then
@@ -20,9 +20,10 @@ import pytest
 
 from _book import BOOK, CHAPTERS, ROOT, all_solution_lines
 
-import assignments
-import export_reader
-import otter_assign
+from editions import assignments
+from editions import book
+from editions import export_reader
+from editions import otter_assign
 
 SMALL = BOOK / "03_red_connections.ipynb"
 BIB = export_reader.bib_entries(BOOK / "references.bib")
@@ -32,7 +33,7 @@ def _source(path):
     nb = nbformat.read(path, as_version=4)
     names = {m.group(1) for c in nb.cells if c.cell_type == "markdown"
              for m in re.finditer(r"\{glue:?\w*\}`(\w+)", c.source)}
-    return assignments.source_version(nb, {n: 0.5 for n in names}, BIB, export_reader.chapter_of(path))
+    return assignments.source_version(nb, {n: 0.5 for n in names}, BIB, book.chapter_number(path))
 
 
 def _blocks(nb):
@@ -53,7 +54,7 @@ def _blocks(nb):
 def test_every_graded_cell_is_an_otter_question_with_its_points():
     for path in CHAPTERS:
         source = _source(path)
-        nb = otter_assign.otter_source(source, path.stem, export_reader.chapter_of(path), "beforeqkv.whl")
+        nb = otter_assign.otter_source(source, path.stem, book.chapter_number(path), "beforeqkv.whl")
         assert nb.cells[0].cell_type == "raw" and nb.cells[0].source.startswith("# ASSIGNMENT CONFIG")
         assert "runs_on: colab" in nb.cells[0].source
         questions = _blocks(nb)

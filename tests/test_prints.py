@@ -1,4 +1,4 @@
-"""The chapters' print lines in Chinese (tools/prints.py, locales/zh_CN/prints/).
+"""The chapters' print lines in Chinese (tools/editions/prints.py, locales/zh_CN/prints/).
 
 Every English string literal a chapter passes to print() has a translation that keeps its
 replacement fields; the catalogs hold exactly what the chapters print; translating touches
@@ -11,7 +11,7 @@ import pytest
 
 from _book import CHAPTERS
 
-import prints
+from editions import prints
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -20,7 +20,7 @@ def test_every_print_line_of_a_chapter_has_a_translation_that_keeps_its_fields(p
     ids = prints.messages(nb)
     lookup = prints.lookup_for(path.stem)
     missing = [i for i in ids if i not in lookup]
-    assert not missing, f"{path.stem}: run `python tools/prints.py update book` and translate {missing[:3]}"
+    assert not missing, f"{path.stem}: run `python -m editions.prints update book` and translate {missing[:3]}"
     with prints.catalog_path(path.stem).open("rb") as f:
         catalog = {m.id for m in prints.read_po(f) if m.id}
     assert catalog == set(ids), f"{path.stem}: the catalog holds lines the chapter does not print"

@@ -1,5 +1,5 @@
-"""Reader notebooks (tools/export_reader.py), the notebooks branch (tools/notebooks_branch.py)
-and the site's view of the solutions (tools/site_solutions.py).
+"""Reader notebooks (tools/editions/export_reader.py), the notebooks branch (tools/editions/notebooks_branch.py)
+and the site's view of the solutions (tools/editions/site_solutions.py).
 
 A reader notebook is what every button of the site opens: no raw MyST, no solution in view
 (stubs in place, answers folded in an Answers section at the end), no prediction's answer
@@ -16,12 +16,13 @@ import pytest
 
 from _book import BOOK, CHAPTERS, predictions, reader_problems, solution_lines
 
-import bootstrap
-import export_reader
-import notebooks_branch
-import prints
-import site_solutions
-import solutions
+from editions import bootstrap
+from editions import book
+from editions import export_reader, myst
+from editions import notebooks_branch
+from editions import prints
+from editions import site_solutions
+from editions import solutions
 
 BIB = export_reader.bib_entries(BOOK / "references.bib")
 SMALL = "03_red_connections.ipynb"
@@ -31,8 +32,7 @@ def _values(nb):
     """Stand-ins for the executed run's glued values (prose and figure captions)."""
     texts = [c.source for c in nb.cells if c.cell_type == "markdown"]
     texts += [c.metadata.get("mystnb", {}).get("figure", {}).get("caption", "") for c in nb.cells]
-    return {m.group(2).split(":")[0]: 0.5 for t in texts for m in export_reader.ROLE.finditer(t)
-            if m.group(1).startswith("glue")}
+    return {content.split(":")[0]: 0.5 for t in texts for name, content in myst.roles(t) if name.startswith("glue")}
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def reader(tmp_path_factory):
     out = tmp_path_factory.mktemp("reader")
     for path in CHAPTERS:
         nb = nbformat.read(path, as_version=4)
-        nb = export_reader.reader_version(nb, _values(nb), BIB, export_reader.chapter_of(path))
+        nb = export_reader.reader_version(nb, _values(nb), BIB, book.chapter_number(path))
         nbformat.write(nb, out / path.name)
     return out
 
@@ -55,7 +55,7 @@ def reader_zh(reader):
     try:
         for path in CHAPTERS:
             nb = export_reader.translated(nbformat.read(path, as_version=4), path, "zh_CN")
-            nb = export_reader.reader_version(nb, _values(nb), BIB, export_reader.chapter_of(path))
+            nb = export_reader.reader_version(nb, _values(nb), BIB, book.chapter_number(path))
             nbformat.write(nb, out / path.name)
     finally:
         export_reader.use_language("en")
@@ -92,7 +92,7 @@ def test_a_chinese_reader_notebook_is_the_english_one_translated_with_beforeqkv_
 def test_chapter_1_reads_in_chinese_as_the_site_does(reader_zh):
     """Chapter 1 is translated in full: every prose cell has Chinese, the title and an
     exercise heading are the catalog's, the figure numbers say 图."""
-    import translate_nb
+    from editions import translate_nb
     lookup = translate_nb.lookup_for("book/01_squished_memory")
     nb = nbformat.read(reader_zh / "01_squished_memory.ipynb", as_version=4)
     md = [c.source for c in nb.cells if c.cell_type == "markdown"]
@@ -104,7 +104,7 @@ def test_chapter_1_reads_in_chinese_as_the_site_does(reader_zh):
 
 
 def test_translate_markdown_replaces_paragraphs_list_items_headings_cells_and_directive_bodies():
-    import translate_nb
+    from editions import translate_nb
     lookup = {translate_nb.key(k): v for k, v in {
         "A title": "标题", "One line of a paragraph that goes on.": "一段。",
         "first item": "第一项", "a cell": "单元", "Inside a note.": "注释里。", "The alt.": "替代文字。",
@@ -142,7 +142,7 @@ def test_every_answer_is_in_the_answers_section_folded(reader, chapter):
     assert len(heads) == 1, "one Answers section"
     answers = nb.cells[heads[0]:]
     text = "\n".join(c.source for c in answers)
-    expected = {ln for ln in solution_lines(source) if not export_reader.ROLE.search(ln)}  # no MyST
+    expected = {ln for ln in solution_lines(source) if not myst.roles(ln)}  # no MyST
     assert expected <= {ln.strip() for ln in text.splitlines()}, "an answer is missing"
     code = [c for c in answers if c.cell_type == "code"]
     assert code and all(c.metadata["jupyter"]["source_hidden"] and c.metadata["cellView"] == "form"

@@ -9,7 +9,7 @@ import yaml
 
 from _book import CHAPTERS, ROOT, predictions, reader_problems
 
-import bootstrap
+from editions import bootstrap
 
 
 def page(site, chapter):

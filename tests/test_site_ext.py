@@ -1,13 +1,7 @@
 """_ext/bqkv_site.py: duplicate scripts go, Thebe goes, and a CDN script is a build warning."""
-import sys
-
+import bqkv_site
 import pytest
 from sphinx.builders.html._assets import _JavaScript
-
-from _book import ROOT
-
-sys.path.insert(0, str(ROOT / "_ext"))
-import bqkv_site  # noqa: E402
 
 
 def test_duplicates_and_thebe_are_dropped_and_order_is_kept():

@@ -1,4 +1,4 @@
-"""The GitHub workflow (.github/workflows/book.yml) and its preflight (tools/publish.py).
+"""The GitHub workflow (.github/workflows/book.yml) and its preflight (tools/editions/publish.py).
 
 The workflow cannot run here; what can be checked is: actionlint finds nothing (syntax,
 expressions, the job graph, actions on a Node runtime GitHub is retiring), the site deploys
@@ -16,7 +16,7 @@ import yaml
 
 from _book import ROOT
 
-import publish
+from editions import publish
 
 WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
 FLOW = yaml.safe_load(WORKFLOW.read_text())
@@ -61,7 +61,7 @@ def test_the_site_deploys_after_the_chapters_and_never_waits_for_the_homework():
 def test_the_one_time_settings_are_checked_before_the_build():
     steps = JOBS["book"]["steps"]
     at = {name: i for i, s in enumerate(steps) for name in [s.get("run", "") + s.get("uses", "")]}
-    pre = next(i for n, i in at.items() if "publish.py preflight" in n)
+    pre = next(i for n, i in at.items() if "editions.publish preflight" in n)
     build = next(i for n, i in at.items() if ".ci/run book" in n)
     assert pre < build
     assert steps[pre]["env"]["GH_TOKEN"] == "${{ github.token }}"
@@ -83,7 +83,20 @@ def test_the_homework_job_gets_a_finished_execution():
 
 def test_the_notebooks_branch_is_pinned_to_the_commit_the_site_was_built_from():
     assert '--ref "$GITHUB_SHA"' in runs("notebooks")
-    assert 'publish.py use "$GITHUB_REPOSITORY"' in runs("notebooks")
+    assert 'editions.publish use "$GITHUB_REPOSITORY"' in runs("notebooks")
+
+
+def test_every_job_that_runs_the_build_tools_installs_them_first():
+    """A step that runs ``python -m editions.<tool>`` on the runner's own Python (before make
+    installs anything) installs the package editable first: from a copy it would not find the book."""
+    for name, job in JOBS.items():
+        installed = False
+        for step in job.get("steps", []):
+            run = step.get("run", "")
+            for line in run.splitlines():
+                installed = installed or "pip install --quiet --no-deps -e ./tools" in line
+                if "python -m editions." in line:
+                    assert installed, f"job {name}: {line.strip()!r} before the tools are installed"
 
 
 def test_a_release_is_a_tag_published_by_trusted_publishing():
@@ -92,7 +105,7 @@ def test_a_release_is_a_tag_published_by_trusted_publishing():
     assert job["if"] == "startsWith(github.ref, 'refs/tags/v')"
     assert needs("release") == {"book", "homework"}
     assert job["permissions"]["id-token"] == "write" and job["environment"]["name"] == "pypi"
-    assert "publish.py release-tag" in runs("release") and "make dist" in runs("release")
+    assert "editions.publish release-tag" in runs("release") and "make dist" in runs("release")
     assert any(s.get("uses", "").startswith("pypa/gh-action-pypi-publish@") for s in job["steps"])
     assert "password" not in WORKFLOW.read_text(), "no PyPI token: trusted publishing"
 
@@ -103,7 +116,7 @@ def test_every_action_is_pinned_to_a_release():
     assert not [u for u in uses if u.split("@")[1] in ("main", "master", "latest")]
 
 
-# ------------------------------------------------------------------ tools/publish.py
+# ------------------------------------------------------------------ tools/editions/publish.py
 @pytest.fixture
 def repo(tmp_path):
     """A git checkout holding the configured URL in the config, README and an install cell."""

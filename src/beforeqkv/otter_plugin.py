@@ -2,7 +2,7 @@
 
 Otter runs a submission in a kernel and reads the kernel's results back into its own process,
 so a submission that patches Python there can talk otter's own tests round. The autograder that
-``tools/otter_assign.py`` builds names this plugin (``otter_config.json``)::
+``tools/editions/otter_assign.py`` builds names this plugin (``otter_config.json``)::
 
     plugins:
       - beforeqkv.otter_plugin.SandboxGrading:

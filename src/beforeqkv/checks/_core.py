@@ -335,7 +335,7 @@ def register_question(key: str, *, choices: Iterable | None = None, digits: int 
     hint: shown after a wrong answer, marked with
     ``N_`` so that it is shown in the reader's language. The answer and the explanation shown after a
     right answer live in the instructor's key (``instructor/answers.json``, not shipped)
-    and reach the package only hashed (``_sealed.py``, ``tools/seal.py``; see ``_seal``:
+    and reach the package only hashed (``_sealed.py``, ``tools/editions/seal.py``; see ``_seal``:
     out of plain sight, not a secret).
     hint: shown after a wrong answer (it must not give the answer away).
     reveals: the names of the glued values that give the answer away; the chapter may
@@ -411,7 +411,7 @@ def canonical(answer, choices: Iterable | None = None, digits: int | None = None
 def _sealed(key: str) -> dict:
     from ._sealed import SEALED
     if key not in SEALED:
-        raise ValueError(f"question {key!r} has no sealed answer: run `python tools/seal.py`")
+        raise ValueError(f"question {key!r} has no sealed answer: run `python -m editions.seal`")
     return SEALED[key]
 
 

@@ -1,7 +1,7 @@
 """Prediction answers, hashed: the self-check tells a right answer without printing one.
 
 Every predict-then-run question is stored as two strings (``_sealed.py``, written by
-``tools/seal.py`` from the instructor's answer key, which the package does not ship):
+``tools/editions/seal.py`` from the instructor's answer key, which the package does not ship):
 
 * ``check``: a salted, slow hash (PBKDF2-SHA256) of the answer's canonical form;
 * ``box``: the explanation shown after a right answer, encrypted with a key derived from

@@ -1,4 +1,4 @@
-"""Sealed prediction answers, written by tools/seal.py: do not edit."""
+"""Sealed prediction answers, written by tools/editions/seal.py: do not edit."""
 # question: (salted PBKDF2-SHA256 of the canonical answer, explanation encrypted under it)
 SEALED = {
     "ch10_qk_symmetry": {"check": "d58f45ea88b2c89dcaf6b51aa565090762484b53ac04fbcb1504b762ae6ec250",

@@ -1,6 +1,6 @@
 """Grading that the student's kernel cannot talk round.
 
-The hidden test of every graded cell (``tools/assignments.py``, otter's tests) ends with ::
+The hidden test of every graded cell (``tools/editions/assignments.py``, otter's tests) ends with ::
 
     from beforeqkv.checks import grading
     assert grading.verify("check_causal_mask", my_causal_mask)

@@ -5,10 +5,12 @@
 * A **prediction**: a solution block holding one unindented ``name = value`` line; hidden,
   it becomes ``name = ...``, which never stops Run All.
 * A **model answer**: ``<details><summary>Model answer</summary> ... </details>`` in Markdown.
+* An **exercise heading**: ``### Exercise 5.2 · Title`` (``### 练习 5.2 · …`` in Chinese), the
+  start of an exercise for every edition that cuts a chapter into exercises.
 
-tools/student.py (students' site), tools/export_reader.py (reader notebooks),
-tools/site_solutions.py (the public site), tools/assignments.py (nbgrader) and
-tools/otter_assign.py (otter) all import it from here.
+:mod:`editions.student` (students' site), :mod:`editions.export_reader` (reader notebooks),
+:mod:`editions.site_solutions` (the public site), :mod:`editions.assignments` (nbgrader),
+:mod:`editions.otter_assign` (otter) and :mod:`editions.marks` all import it from here.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ BLOCK = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLU
 # one marker line; group 1: its indent, group 2: BEGIN or END
 MARKER = re.compile(r"^([ \t]*)### (BEGIN|END) SOLUTION[^\n]*$", re.M)
 ASSIGNMENT = re.compile(r"^[ \t]*(\w+)\s*=\s*[^\n]+\n?$")
+HEADING = re.compile(r"^### (?:Exercise|练习) (\d+\.\d+) · (.*)$", re.M)  # English, Chinese
 DETAILS = re.compile(  # group 1: the model answer
     r"\n*<details>\s*<summary>\s*Model answer\s*</summary>\s*(.*?)</details>[ \t]*", re.S)
 

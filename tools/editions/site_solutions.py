@@ -1,6 +1,6 @@
 """The public site's view of the solutions: a transform of the executed copy `make site` builds.
 
-    python tools/site_solutions.py _exec_site/book     # in place, before jupyter-book build
+    python -m editions.site_solutions _exec_site/book     # in place, before jupyter-book build
 
 The chapters keep their solutions on the site, folded (tag ``hide-cell``). This step, run
 on a scratch copy of the executed notebooks (never on ``book/`` or ``_exec/``):
@@ -13,8 +13,8 @@ on a scratch copy of the executed notebooks (never on ``book/`` or ``_exec/``):
   ``checks.check_prediction(...)`` would say "right." and why: the experiment after it
   shows the answer, the answer key stays private.
 
-The solution grammar is ``tools/solutions.py``'s, as in every tool; ``make book-students``
-(tools/student.py) removes the solutions instead.
+The solution grammar is ``tools/editions/solutions.py``'s, as in every tool; ``make book-students``
+(tools/editions/student.py) removes the solutions instead.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from pathlib import Path
 
 import nbformat
 
-from solutions import BLOCK, is_prediction, strip_solutions
+from .solutions import BLOCK, is_prediction, strip_solutions
+from .cells import clear_outputs
 
 SHOW, HIDE = "Show solution", "Hide solution"
 PREDICTION_SHOW, PREDICTION_HIDE = "Show the prediction cell", "Hide the prediction cell"
@@ -41,7 +42,7 @@ def site_cell(cell) -> None:
         return
     if any(is_prediction(m.group(2), m.group(1)) for m in blocks):
         cell.source = strip_solutions(cell.source, "code", comment="your prediction")
-        cell.outputs, cell.execution_count = [], None
+        clear_outputs(cell)
         _prompts(cell, PREDICTION_SHOW, PREDICTION_HIDE)
         return
     cell.source = BLOCK.sub(lambda m: m.group(2).rstrip("\n"), cell.source)

@@ -1,8 +1,8 @@
 """Publishing on GitHub: the checks the workflow makes before it builds anything.
 
-    python tools/publish.py preflight      # in GitHub Actions, first step of the book job
-    python tools/publish.py use OWNER/NAME # point every button and install cell at OWNER/NAME
-    python tools/publish.py release-tag v0.2.0   # the tag must be the package's version
+    python -m editions.publish preflight      # in GitHub Actions, first step of the book job
+    python -m editions.publish use OWNER/NAME # point every button and install cell at OWNER/NAME
+    python -m editions.publish release-tag v0.2.0   # the tag must be the package's version
 
 ``preflight`` reads the variables GitHub Actions sets (GITHUB_REPOSITORY, GITHUB_SERVER_URL,
 GITHUB_API_URL, GITHUB_EVENT_NAME, GITHUB_REF) and fails in seconds, with the setting to
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import ROOT
 PAGES_HELP = ("Settings → Pages → Build and deployment → Source: choose \"GitHub Actions\" "
               "(once; README.md, \"Publishing\"), then re-run this workflow")
 
@@ -106,7 +106,7 @@ def preflight(env: dict, root: Path = ROOT, build_type=pages_build_type) -> int:
         print(f"::warning title=Buttons repointed::_config.yml names {configured}, but this workflow runs in "
               f"{here}: this build's launch buttons, install cells and Binder open {here} "
               f"({len(changed)} files repointed on the runner). To make it permanent, run "
-              f"`python tools/publish.py use {repository}` and commit.")
+              f"`python -m editions.publish use {repository}` and commit.")
     else:
         print(f"the buttons open {configured}, the repository this workflow runs in")
     if not publishes(env):

@@ -1,9 +1,9 @@
 """The instructor's bundle: what no public build contains.
 
-    python tools/instructor.py book dist/instructor
+    python -m editions.instructor book dist/instructor
 
 Writes ``dist/instructor/answer_key.md``: per chapter, every prediction's answer and
-explanation (from ``instructor/answers.json``, the key that ``tools/seal.py`` seals into
+explanation (from ``instructor/answers.json``, the key that ``tools/editions/seal.py`` seals into
 the package) and every open question's model answer (from the chapters). ``make
 instructor`` runs it after ``make assignments``, which puts the nbgrader source versions
 (the instructor's notebooks, solutions inside) in ``dist/instructor/source/``; the otter
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import nbformat
 
-import assignments
+from . import assignments
+from .paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 KEY = ROOT / "instructor" / "answers.json"
 PREDICTION = re.compile(r"checks\.check_prediction\(\s*[\"'](\w+)[\"']")
 

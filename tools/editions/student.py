@@ -1,7 +1,7 @@
 """Student versions of the chapters, without solutions or model answers.
 
-    python tools/student.py book dist/student      # notebooks, outputs cleared
-    python tools/student.py --site _exec_students/book   # executed notebooks, in place,
+    python -m editions.student book dist/student      # notebooks, outputs cleared
+    python -m editions.student --site _exec_students/book   # executed notebooks, in place,
                                                          # for `make book-students`
 
 Inside code cells, everything between ``### BEGIN SOLUTION`` and ``### END SOLUTION``
@@ -10,15 +10,17 @@ except a prediction (``name = value``), which becomes ``name = ...``: the check 
 then asks for an answer instead of stopping Run All. Open questions lose their
 ``<details>`` model answer (removed, not collapsed). The outputs of solution and check
 cells are removed (a passed prediction's output explains the answer). For the graded
-assignments with nbgrader metadata and reader Markdown, see ``tools/assignments.py``.
+assignments with nbgrader metadata and reader Markdown, see ``tools/editions/assignments.py``.
 """
 import sys
 from pathlib import Path
 
 import nbformat
 
-from solutions import (BEGIN, BLOCK, DETAILS, is_prediction, strip_model_answers,  # noqa: F401
+from .solutions import (BEGIN, BLOCK, DETAILS, is_prediction, strip_model_answers,  # noqa: F401
                        strip_solutions)
+from .cells import clear_outputs
+
 
 def student_version(nb, keep_outputs: bool = False):
     for cell in nb.cells:
@@ -30,7 +32,7 @@ def student_version(nb, keep_outputs: bool = False):
         if cell.cell_type == "markdown":
             cell.source = strip_model_answers(cell.source)
         elif not keep_outputs or had_solution or "checks.check_" in cell.source:
-            cell.outputs, cell.execution_count = [], None
+            clear_outputs(cell)
     return nb
 
 

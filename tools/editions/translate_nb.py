@@ -1,11 +1,11 @@
 """A chapter notebook's Markdown in another language, from the site's own catalogs.
 
-    python tools/translate_nb.py book/01_squished_memory.ipynb OUT.ipynb [--lang zh_CN]
+    python -m editions.translate_nb book/01_squished_memory.ipynb OUT.ipynb [--lang zh_CN]
 
 The Chinese edition has one source: the English notebook plus
 ``locales/<lang>/LC_MESSAGES/book/<page>.po`` (the catalogs Sphinx builds the Chinese site
 from). This module applies those catalogs to the notebook itself, for the notebooks a
-reader opens (``tools/export_reader.py --lang``) and the homework built from them: each
+reader opens (``tools/editions/export_reader.py --lang``) and the homework built from them: each
 paragraph, heading, list item and table cell of a Markdown cell (and inside directives
 such as ``{figure}`` or admonitions), and each figure caption in a code cell's
 ``mystnb`` metadata, is looked up the way Sphinx's gettext builder cut it (the block's
@@ -23,11 +23,10 @@ from pathlib import Path
 
 import nbformat
 
-import i18n
+from . import i18n, myst
 
 TEXT_BLOCKS = {"paragraph_open", "heading_open"}
 CELLS = {"th_open", "td_open"}
-FENCES = {"fence", "colon_fence"}
 OPTION = re.compile(r"^(\s*:(?:alt|caption|name|width|align|class|label|figclass|figwidth)?[\w-]*:)(\s*)(.*)$")
 
 
@@ -43,22 +42,6 @@ def lookup_for(page: str, lang: str = i18n.DEFAULT_LANG, locales: Path = i18n.LO
     return {key(msgid): msgstr for msgid, (msgstr, fuzzy) in i18n.translations(po).items() if msgstr and not fuzzy}
 
 
-def _parser():
-    """The block structure MyST sees (markdown-it with MyST's block plugins), from
-    markdown-it-py and mdit-py-plugins alone, so the homework venv needs no Sphinx."""
-    from markdown_it import MarkdownIt
-    from mdit_py_plugins.amsmath import amsmath_plugin
-    from mdit_py_plugins.colon_fence import colon_fence_plugin
-    from mdit_py_plugins.deflist import deflist_plugin
-    from mdit_py_plugins.dollarmath import dollarmath_plugin
-    from mdit_py_plugins.myst_blocks import myst_block_plugin
-    return (MarkdownIt("commonmark").enable("table").use(amsmath_plugin).use(dollarmath_plugin)
-            .use(colon_fence_plugin).use(deflist_plugin).use(myst_block_plugin))
-
-
-_MD = None
-
-
 class Counter:
     def __init__(self):
         self.translated = self.missing = 0
@@ -66,12 +49,9 @@ class Counter:
 
 def translate_markdown(text: str, lookup: dict[str, str], counter: Counter | None = None) -> str:
     """``text`` with every block that ``lookup`` translates replaced by its translation."""
-    global _MD
-    if _MD is None:
-        _MD = _parser()
     counter = counter or Counter()
     lines = text.split("\n")
-    tokens = _MD.parse(text)
+    tokens = myst.parse(text)
     edits = []  # (first line, end line, new lines)
     for k, tok in enumerate(tokens):
         if tok.type in TEXT_BLOCKS and tok.map:
@@ -104,7 +84,7 @@ def translate_markdown(text: str, lookup: dict[str, str], counter: Counter | Non
                         counter.missing += 1
                 j += 1
             edits.append((tok.map[0], tok.map[0] + 1, [row]))
-        elif tok.type in FENCES and tok.map and tok.info.strip().startswith("{"):
+        elif myst.directive(tok) and tok.map:
             start, end = tok.map
             body = lines[start + 1:end - 1]
             opts, rest = [], body

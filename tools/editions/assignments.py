@@ -1,7 +1,7 @@
 """Homework notebooks, made the way nbgrader makes them.
 
-    python tools/assignments.py book _exec/book dist/assignments dist/instructor
-    python tools/assignments.py book _exec_zh/book dist/assignments/zh dist/instructor/zh zh_CN
+    python -m editions.assignments book _exec/book dist/assignments dist/instructor
+    python -m editions.assignments book _exec_zh/book dist/assignments/zh dist/instructor/zh zh_CN
 
 For every chapter ``book/NN_*.ipynb`` (the instructor's notebook, solutions inside
 ``### BEGIN/END SOLUTION``) this writes
@@ -41,10 +41,10 @@ from pathlib import Path
 
 import nbformat
 
-import export_reader
-from solutions import BEGIN, BLOCK, DETAILS, END, prediction_name
+from . import book, export_reader
+from .solutions import BEGIN, BLOCK, DETAILS, END, HEADING, prediction_name
+from .cells import clear_outputs
 
-HEADING = re.compile(r"^### (?:Exercise|练习) (\d+\.\d+) · (.*)$", re.M)  # English, Chinese
 HIDDEN = "### BEGIN HIDDEN TESTS\nfrom beforeqkv.checks import grading\n{asserts}\n### END HIDDEN TESTS"
 
 
@@ -183,8 +183,7 @@ def source_version(nb, values: dict | None = None, bib: dict | None = None,
     nb.cells = cells
     for n, cell in enumerate(nb.cells):  # stable ids, so regenerating changes nothing
         cell["id"] = f"cell-{n:03d}"
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
+        clear_outputs(cell)
     nb.nbformat, nb.nbformat_minor = 4, 5
     return nb
 
@@ -232,7 +231,7 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
         if lang != "en":
             nb = export_reader.translated(nb, path, lang)
         try:
-            source = source_version(nb, export_reader.glue_values(run), bib, export_reader.chapter_of(path))
+            source = source_version(nb, export_reader.glue_values(run), bib, book.chapter_number(path))
         except export_reader.MissingGlue as err:
             print(f"{path.name}: the value of glue {err.args[0]!r} is missing in {run}: that execution did not "
                   "finish or is stale; run `make execute` (then `make assignments` again)", file=sys.stderr)

@@ -1,8 +1,8 @@
 """The chapters' own ``print()`` lines in another language, from a catalog per chapter.
 
-    python tools/prints.py update book                 # locales/zh_CN/prints/<page>.po: new msgids in, gone ones out
-    python tools/prints.py apply _exec_zh/book         # translate the print literals of every chapter, in place
-    python tools/prints.py status book                 # translated / missing per chapter
+    python -m editions.prints update book                 # locales/zh_CN/prints/<page>.po: new msgids in, gone ones out
+    python -m editions.prints apply _exec_zh/book         # translate the print literals of every chapter, in place
+    python -m editions.prints status book                 # translated / missing per chapter
 
 What a chapter prints is part of what a reader of the Chinese edition reads: the outputs
 under its code cells. A code cell's prose lives in the string literals it passes to
@@ -27,7 +27,7 @@ from pathlib import Path
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import ROOT
 LOCALES = ROOT / "locales"
 DEFAULT_LANG = "zh_CN"
 ENGLISH = re.compile(r"[A-Za-z]{3,}")

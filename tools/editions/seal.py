@@ -1,7 +1,7 @@
 """Seal the prediction answers into the package: ``src/beforeqkv/checks/_sealed.py``.
 
-    python tools/seal.py            # write _sealed.py from instructor/answers.json
-    python tools/seal.py --check    # exit 1 when _sealed.py is out of date
+    python -m editions.seal            # write _sealed.py from instructor/answers.json
+    python -m editions.seal --check    # exit 1 when _sealed.py is out of date
 
 The instructor's key (``instructor/answers.json``: question -> answer, explanation, and
 explanation_zh_CN for the Chinese edition) is
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import ROOT
 KEY = ROOT / "instructor" / "answers.json"
 OUT = ROOT / "src" / "beforeqkv" / "checks" / "_sealed.py"
 TRANSLATED = ("zh_CN",)  # every entry of the key has explanation_<lang> for these
@@ -33,7 +32,7 @@ def render() -> str:
     missing = sorted(set(QUESTIONS) - set(key)) + sorted(set(key) - set(QUESTIONS))
     if missing:
         raise SystemExit(f"questions and answer key differ: {missing}")
-    lines = ['"""Sealed prediction answers, written by tools/seal.py: do not edit."""',
+    lines = ['"""Sealed prediction answers, written by tools/editions/seal.py: do not edit."""',
              "# question: (salted PBKDF2-SHA256 of the canonical answer, explanation encrypted under it)",
              "SEALED = {"]
     for name in sorted(key):
@@ -54,11 +53,10 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    sys.path.insert(0, str(ROOT / "src"))
     text = render()
     if argv[:1] == ["--check"]:
         if not OUT.exists() or OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is out of date: run `python tools/seal.py`", file=sys.stderr)
+            print(f"{OUT} is out of date: run `python -m editions.seal`", file=sys.stderr)
             return 1
         return 0
     OUT.write_text(text, encoding="utf-8")

@@ -1,7 +1,7 @@
 """Reader notebooks: the chapters as a reader opens them in Jupyter or Colab, no raw MyST.
 
-    python tools/export_reader.py book _exec/book dist/reader
-    python tools/export_reader.py book _exec_zh/book dist/reader/zh zh_CN   # the Chinese edition
+    python -m editions.export_reader book _exec/book dist/reader
+    python -m editions.export_reader book _exec_zh/book dist/reader/zh zh_CN   # the Chinese edition
 
 Generated from the one source notebook per chapter (``book/NN_*.ipynb``), never edited
 by hand: ``{glue:text}`name:fmt``` becomes the value of the book's executed run (read
@@ -14,7 +14,7 @@ other directives become plain Markdown. Outputs are cleared. The site keeps glue
 No solution is in view (:func:`answers_at_end`), because a reader who opens the notebook
 should try each exercise before seeing its answer:
 
-* a coding exercise's cell gets the student stub of ``tools/student.py`` (``# YOUR CODE
+* a coding exercise's cell gets the student stub of ``tools/editions/student.py`` (``# YOUR CODE
   HERE`` + ``raise NotImplementedError()``); its full solution (markers dropped) goes to
   an ``## Answers`` section at the end of the notebook, under ``### Answer to exercise
   N.k``, in a code cell whose source is folded: ``metadata.jupyter.source_hidden`` in
@@ -36,10 +36,10 @@ cell stays, pinned to the commit the notebooks are made from (``bootstrap.pin``)
 Run All still reaches the end: in a kernel, a check whose notebook holds no solution
 block prints ``✗`` and a hint instead of raising (``beforeqkv.checks``), and the answer
 cells only define the reference functions. ``reader_notebook`` alone (the MyST-free
-Markdown, solutions kept) is what ``tools/assignments.py`` builds on.
+Markdown, solutions kept) is what ``tools/editions/assignments.py`` builds on.
 
 With a language (``zh_CN``), the Markdown is first translated from the site's catalogs
-(``tools/translate_nb.py``: a block without a translation stays English, as on the site),
+(``tools/editions/translate_nb.py``: a block without a translation stays English, as on the site),
 the words this export writes itself (figure numbers, the Answers section) are in that
 language, and a cell after the install cell sets ``BEFOREQKV_LANG``, so the checkers'
 hints, the banner and the figures speak it too.
@@ -53,16 +53,14 @@ from pathlib import Path
 
 import nbformat
 
-import bootstrap
-from solutions import BLOCK, DETAILS, is_prediction, strip_solutions
+from . import bootstrap, myst, prints
+from .book import chapter_number, figure_numbers
+from .solutions import BLOCK, DETAILS, HEADING, is_prediction, strip_solutions
+from .translate_nb import lookup_for, page_of, translate_notebook
+from .cells import clear_outputs
 
-ROLE = re.compile(r"\{([a-z][\w:-]*)\}`([^`]*)`")
-LABEL = re.compile(r"^\([\w:.-]+\)=[ \t]*\n?", re.M)
-DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-                       re.M | re.S)
 ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso",
                "admonition", "margin", "sidebar", "dropdown"}
-
 
 MPLFONTS = "0.0.11"  # a CJK font for matplotlib on Colab (beforeqkv.plot.cjk_font finds it)
 # The words this export writes itself, per language (English: the keys).
@@ -210,13 +208,13 @@ def _reference_list(cited: list, bib: dict) -> str:
     return "\n".join(lines) if lines else w("(no references cited in this chapter)")
 
 
-def _directive(m: re.Match, bib: dict, cited: list) -> str:
-    name, arg, body = m.group("name"), m.group("arg").strip(), m.group("body")
-    body = "\n".join(line for line in body.splitlines() if not re.match(r"^:[\w-]+:", line))  # options
+def _directive(name: str, arg: str, body: str, plain) -> str:
+    """One directive as plain Markdown; ``plain`` turns its body's MyST into Markdown."""
     if name == "footbibliography":
         return "\0REFERENCES\0"
     if name == "math":
         return f"$$\n{body.strip()}\n$$"
+    body = plain(body)
     if name in ("figure", "image"):
         return f"![{body.strip()}]({arg})"
     if name in ADMONITIONS:
@@ -225,22 +223,11 @@ def _directive(m: re.Match, bib: dict, cited: list) -> str:
     return body.strip()
 
 
-def figure_numbers(nb, chapter: int | None = None) -> dict[str, str]:
-    """{figure label: its number}, "5.2" for chapter 5's second figure, as the site
-    numbers them (_ext/bqkv_site.py); "2" when the page is not a chapter."""
-    names = [c.metadata.get("mystnb", {}).get("figure", {}).get("name") for c in nb.cells
-             if c.cell_type == "code"]
-    prefix = "" if chapter is None else f"{chapter}."
-    return {name: f"{prefix}{i}" for i, name in enumerate((n for n in names if n), start=1)}
-
-
 def reader_markdown(text: str, values: dict, bib: dict, cited: list,
                     figures: dict | None = None) -> str:
-    """One markdown cell without MyST syntax; ``cited`` collects the citation keys in order."""
-    text = LABEL.sub("", text)
-
-    def role(m: re.Match) -> str:
-        kind, content = m.group(1), m.group(2)
+    """One markdown cell without MyST syntax (read by :mod:`editions.myst`); ``cited``
+    collects the citation keys in reading order."""
+    def role(kind: str, content: str) -> str:
         if kind == "numref":
             label = re.sub(r"^.*<([^>]*)>$", r"\1", content).strip()
             if label not in (figures or {}):
@@ -255,14 +242,13 @@ def reader_markdown(text: str, values: dict, bib: dict, cited: list,
         target = re.match(r"(.*?)\s*<[^>]*>$", content)
         return target.group(1) if target else content  # {ref}`text <label>` -> text
 
-    text = ROLE.sub(role, text)
-    return DIRECTIVE.sub(lambda m: _directive(m, bib, cited), text)
+    def plain(body: str) -> str:
+        return myst.rewrite(body, role, directive)
 
+    def directive(name: str, arg: str, body: str) -> str:
+        return _directive(name, arg, body, plain)
 
-def chapter_of(path) -> int | None:
-    """5 for book/05_queries_keys.ipynb; None for a page that is not a chapter."""
-    m = re.match(r"(\d+)_", Path(path).name)
-    return int(m.group(1)) if m else None
+    return plain(text)
 
 
 def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None):
@@ -278,7 +264,7 @@ def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None):
         if cell.cell_type == "markdown":
             cell.source = reader_markdown(cell.source, values, bib, cited, figures)
             continue
-        cell.outputs, cell.execution_count = [], None
+        clear_outputs(cell)
         figure = cell.metadata.get("mystnb", {}).get("figure", {})
         if figure.get("name") in figures:  # the site's caption, under the figure
             caption = reader_markdown(figure.get("caption", ""), values, bib, cited, figures)
@@ -301,7 +287,6 @@ POINTER = "*The model answer is at the end of this notebook, under* **Answers**.
 
 def _exercise_at(text: str, pos: int, current: str | None) -> str | None:
     """The number of the last exercise heading before ``pos`` in ``text``, else ``current``."""
-    from assignments import HEADING  # the one definition (assignments imports this module)
     found = [m.group(1) for m in HEADING.finditer(text) if m.start() < pos]
     return found[-1] if found else current
 
@@ -449,18 +434,13 @@ def reader_version(nb, values: dict, bib: dict, chapter: int | None = None, ref:
 
 def has_raw_myst(text: str) -> list[str]:
     """The raw MyST constructs left in a markdown text (empty when clean)."""
-    found = [m.group(0) for m in ROLE.finditer(text)]
-    found += [m.group(0) for m in LABEL.finditer(text)]
-    found += re.findall(r"^(?:`{3,}|:{3,})\{[\w-]+\}.*$", text, re.M)
-    return found
+    return myst.raw_myst(text)
 
 
 def translated(nb, path: Path, lang: str):
     """The notebook in ``lang``: its Markdown and its print lines from the catalogs
-    (``tools/translate_nb.py``, ``tools/prints.py``), a cell setting BEFOREQKV_LANG after the
+    (``tools/editions/translate_nb.py``, ``tools/editions/prints.py``), a cell setting BEFOREQKV_LANG after the
     install cell (the first code cell)."""
-    import prints
-    from translate_nb import lookup_for, page_of, translate_notebook
     nb, _ = translate_notebook(nb, lookup_for(page_of(path), lang))
     prints.translate_notebook(nb, prints.lookup_for(path.stem, lang))  # what its code cells print
     first = next((k for k, c in enumerate(nb.cells) if c.cell_type == "code"), -1)
@@ -491,7 +471,7 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reade
             nb = nbformat.read(path, as_version=4)
             if lang != "en":
                 nb = translated(nb, path, lang)
-            nb = reader_version(nb, glue_values(run), bib, chapter_of(path), ref)
+            nb = reader_version(nb, glue_values(run), bib, chapter_number(path), ref)
         except MissingGlue as err:
             why = "is empty" if err.args[1:] == ("empty",) else "is missing"
             print(f"{path.name}: the value of glue {err.args[0]!r} {why} in {run}: a stale run "

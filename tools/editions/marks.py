@@ -1,11 +1,11 @@
 """The line under every exercise heading: its difficulty and time, from the cell's metadata.
 
-    python tools/marks.py --check book/*.ipynb   # exit 1 if a line is missing or stale
-    python tools/marks.py --write book/*.ipynb   # insert or update the lines
+    python -m editions.marks --check book/*.ipynb   # exit 1 if a line is missing or stale
+    python -m editions.marks --write book/*.ipynb   # insert or update the lines
 
 An exercise heading (``### Exercise 5.2 · Title``) lives in a markdown cell whose
 ``exercises`` metadata gives, per number, ``difficulty`` (1-3) and ``minutes``; the same
-metadata feeds book/teachers.md (tools/teachers.py), so the page and the guide agree.
+metadata feeds book/teachers.md (tools/editions/teachers.py), so the page and the guide agree.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 
 import nbformat
 
-from assignments import HEADING  # (the one definition of an exercise heading)
+from .solutions import HEADING
 
 MARK = re.compile(r"^\*Difficulty [★☆]{3} · about \d+ min\*$")
 
@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
             print(f"{path}: exercise marks written")
     if stale and not write:
         for path in sorted(set(stale)):
-            print(f"{path}: exercise marks missing or stale (python tools/marks.py --write)",
+            print(f"{path}: exercise marks missing or stale (python -m editions.marks --write)",
                   file=sys.stderr)
         return 1
     return 0

@@ -1,7 +1,7 @@
 """The hidden first cell of every chapter: install what Colab (or a fresh Jupyter) lacks.
 
-    python tools/bootstrap.py --check book/*.ipynb    # exit 1 if a chapter's cell differs
-    python tools/bootstrap.py --write book/*.ipynb    # rewrite only that cell (tag remove-cell)
+    python -m editions.bootstrap --check book/*.ipynb    # exit 1 if a chapter's cell differs
+    python -m editions.bootstrap --write book/*.ipynb    # rewrite only that cell (tag remove-cell)
 
 The cell is generated, never edited by hand: the repository URL and branch come from
 _config.yml (the one place they are written), and the data/weight packages (with their
@@ -10,7 +10,7 @@ whose code uses them.
 
 It installs the package from the repository at ``REF``: the branch in the author's
 notebooks (book/), and in the reader notebooks the buttons open, the commit they were made
-from (``tools/export_reader.py`` calls :func:`pin`; ``tools/notebooks_branch.py`` refuses
+from (``tools/editions/export_reader.py`` calls :func:`pin`; ``tools/editions/notebooks_branch.py`` refuses
 notebooks pinned to another commit), so a reader on Colab runs exactly the code the page
 was built with, as Binder does.
 """
@@ -23,9 +23,9 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from publish import configured_url, package_version
+from .publish import configured_url, package_version
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import ROOT
 FIRST_LINE = "# Colab or a fresh Jupyter: install what this chapter needs"
 
 # pip distribution -> (import name located with find_spec, what in a chapter's code needs it)
@@ -168,7 +168,7 @@ def main(argv):
                 nbformat.write(nb, path)
                 print(f"{path}: install cell rewritten")
             else:
-                print(f"{path}: install cell differs from tools/bootstrap.py (run --write)")
+                print(f"{path}: install cell differs from tools/editions/bootstrap.py (run --write)")
                 bad += 1
     return 1 if bad else 0
 

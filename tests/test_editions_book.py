@@ -1,0 +1,43 @@
+"""editions.book and editions.cells: what the site and every edition read the same way."""
+import nbformat
+from editions import book, cells
+from _book import ROOT
+
+
+def test_chapter_numbers_from_any_spelling_of_a_page():
+    assert book.chapter_number("book/05_queries_keys") == 5
+    assert book.chapter_number("05_queries_keys.ipynb") == 5
+    assert book.chapter_number(ROOT / "book" / "11_modern_llm.ipynb") == 11
+    assert book.chapter_number("book/teachers") is None
+
+
+def _figures(*names):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("text")]
+    for name in names:
+        cell = nbformat.v4.new_code_cell("plot()")
+        if name:
+            cell.metadata["mystnb"] = {"figure": {"name": name}}
+        nb.cells.append(cell)
+    return nb
+
+
+def test_the_reader_notebooks_and_the_site_number_figures_alike():
+    assert book.figure_numbers(_figures("fig-a", None, "fig-b"), 5) == {"fig-a": "5.1", "fig-b": "5.2"}
+    assert book.figure_numbers(_figures("fig-a"), None) == {"fig-a": "1"}
+    site = {"book/05_x": {"figure": {"id2": (3,), "id1": (2,)}}, "book/teachers": {"figure": {"f": (7,)}}}
+    book.number_per_chapter(site)
+    assert site == {"book/05_x": {"figure": {"id1": (5, 1), "id2": (5, 2)}}, "book/teachers": {"figure": {"f": (1,)}}}
+
+
+def test_the_toc_walk_lists_every_page_root_first():
+    pages = book.toc_pages()
+    assert pages[0] and "book/05_queries_keys" in pages and len(pages) == len(set(pages))
+
+
+def test_clear_outputs_clears_code_and_leaves_markdown():
+    code = nbformat.v4.new_code_cell("1", outputs=[nbformat.v4.new_output("stream", text="1")], execution_count=3)
+    text = nbformat.v4.new_markdown_cell("hi")
+    cells.clear_outputs(code)
+    cells.clear_outputs(text)
+    assert code.outputs == [] and code.execution_count is None and "outputs" not in text
