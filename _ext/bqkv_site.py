@@ -20,9 +20,11 @@
   same page in each other edition, by a relative URL (works offline and on any host), and
   names it in a ``<link rel="alternate" hreflang>``. A chapter's buttons in another edition
   open that edition's reader notebook: ``zh/notebooks/NN_x.ipynb`` in the site (download)
-  and on the notebooks branch (Colab, Binder), in Chinese (``make site``). ``bqkv_ui_strings``
-  translates the strings the notebooks and this extension put on a page without going
-  through a catalog (fold prompts, the model answers' ``<summary>``, a tooltip).
+  and on the notebooks branch (Colab, Binder), in Chinese (``make site``). The editions'
+  own catalog (``locales/<lang>/editions.po``, read by ``editions.words`` into
+  ``bqkv_ui_strings``) translates the strings the notebooks and this extension put on a page
+  without going through a page's catalog (fold prompts, the model answers' ``<summary>``, a
+  tooltip); the reader notebooks' own words come from the same catalog.
 * Glue in translations: Sphinx parses a translated message as a fresh Markdown document,
   where myst-nb's ``{glue:text}`` finds no notebook to read (it warns "No key ... found in
   glue data"). The notebook parser below rewrites each local ``{glue:text}`key:fmt``` of a
@@ -44,7 +46,7 @@
   ``locales/<lang>/theme/<catalog>.po`` (catalog ``sphinx`` or ``booktheme``) is read at
   start-up and its translations win over the bundled ones. The few strings the theme and
   myst-nb write without any catalog (a sidebar toggle's title, a fold's ``aria-label``) are
-  attribute values of ``bqkv_ui_strings``, replaced in the written pages.
+  attribute values translated from that same catalog, replaced in the written pages.
 """
 from __future__ import annotations
 
@@ -65,6 +67,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.i18n import docname_to_domain
 from sphinx.util import logging
 
+from editions import words
 from editions.book import chapter_number, number_per_chapter
 
 logger = logging.getLogger(__name__)
@@ -203,6 +206,13 @@ def _language_switch(app, pagename, templatename, context, doctree):
     alternates = "".join(f'\n<link rel="alternate" hreflang="{e["hreflang"]}" href="{html.escape(e["url"])}" />'
                          for e in links)
     context["metatags"] = context.get("metatags", "") + alternates
+
+
+def _ui_strings(app, config):
+    """The words the theme and myst-nb write without a catalog, in the edition's language:
+    from the editions' own catalog (``locales/<lang>/editions.po``, ``editions.words``), the
+    one the reader notebooks' words come from too."""
+    config.bqkv_ui_strings = words.catalog(config.language or "en")
 
 
 def ui_string(app, text: str) -> str:
@@ -391,6 +401,7 @@ def setup(app):
     app.add_config_value("bqkv_ui_strings", {}, "env")
     app.connect("config-inited", _templates_and_assets)
     app.connect("config-inited", _theme_catalogs)
+    app.connect("config-inited", _ui_strings)
     app.connect("build-finished", _hard_coded_attributes)
     app.add_css_file("bqkv_i18n.css")
     app.add_post_transform(TranslateUiStrings)

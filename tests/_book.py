@@ -114,10 +114,11 @@ def reader_problems(reader, source):
     """What a reader notebook shows that it must not: raw MyST, a solution marker, a line of
     a solution outside its folded Answers section, a prediction's answer anywhere, a cell
     that prints a glued number or an answer before the Answers section."""
-    from editions import export_reader
-    answers = {"## Answers"} | {w["## Answers"] for w in export_reader.WORDS.values()}
-    answer_title = tuple({"### Answer to exercise"} | {"### " + w["Answer to exercise {number}"].split("{")[0]
-                                                       for w in export_reader.WORDS.values()})
+    from editions import export_reader, words
+    catalogs = [words.Words(lang) for lang in words.languages()]
+    answers = {"## Answers"} | {w("## Answers") for w in catalogs}
+    answer_title = tuple({"### Answer to exercise"} | {"### " + w("Answer to exercise {number}").split("{")[0]
+                                                       for w in catalogs})
     heads = [i for i, c in enumerate(reader.cells) if c.source.split("\n")[0] in answers]
     start = heads[0] if heads else len(reader.cells)
     visible = {ln.strip() for c in reader.cells[:start] for ln in c.source.splitlines()}

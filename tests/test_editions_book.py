@@ -41,3 +41,32 @@ def test_clear_outputs_clears_code_and_leaves_markdown():
     cells.clear_outputs(code)
     cells.clear_outputs(text)
     assert code.outputs == [] and code.execution_count is None and "outputs" not in text
+
+
+def _words_written(path, function):
+    """The English words a module hands to ``function`` (string literals and module constants)."""
+    import ast
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Constant)}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function:
+            arg = node.args[-1]
+            found.add(arg.value if isinstance(arg, ast.Constant) else constants[arg.id])
+    return found
+
+
+def test_every_word_the_editions_write_is_in_each_language_s_catalog():
+    """One store: the reader export's words, its language cell's comment, the site's fold
+    prompts and tooltip all come from locales/<lang>/editions.po, each translated."""
+    from editions import export_reader, site_solutions, words
+    wanted = _words_written(ROOT / "tools" / "editions" / "export_reader.py", "w")
+    wanted |= _words_written(ROOT / "_ext" / "bqkv_site.py", "ui_string")
+    wanted |= {export_reader.LANGUAGE_COMMENT, site_solutions.SHOW, site_solutions.HIDE,
+               site_solutions.PREDICTION_SHOW, site_solutions.PREDICTION_HIDE, "Model answer"}
+    assert len(wanted) >= 15 and "Figure" in wanted and "Download the notebook (answers at its end)" in wanted
+    assert words.languages()
+    for lang in words.languages():
+        missing = sorted(wanted - set(words.catalog(lang)))
+        assert not missing, f"locales/{lang}/editions.po lacks {missing}"

@@ -22,7 +22,7 @@ from editions import export_reader, myst
 from editions import notebooks_branch
 from editions import prints
 from editions import site_solutions
-from editions import solutions
+from editions import solutions, words
 
 BIB = export_reader.bib_entries(BOOK / "references.bib")
 SMALL = "03_red_connections.ipynb"
@@ -121,7 +121,9 @@ def test_translate_markdown_replaces_paragraphs_list_items_headings_cells_and_di
 
 def test_the_language_cell_and_the_chinese_words_are_known_only_for_languages_with_a_catalog():
     assert export_reader.main("book", "_exec/book", "/nonexistent", "xx") == 1
-    assert set(export_reader.WORDS) == set(export_reader.LANGUAGE_CELL) == {"zh_CN"}
+    assert words.languages() == ["zh_CN"]
+    with pytest.raises(ValueError, match="no editions in 'xx'"):
+        export_reader.use_language("xx")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
@@ -305,8 +307,8 @@ def test_the_reference_list_reads_the_bibtex_as_plain_unicode():
 
 
 def test_the_chinese_language_cell_installs_a_cjk_font_on_colab_only():
-    cell = export_reader.LANGUAGE_CELL["zh_CN"]
-    assert 'os.environ["BEFOREQKV_LANG"] = "zh_CN"' in cell
+    cell = export_reader.language_cell("zh_CN")
+    assert cell.startswith("# 中文版：") and 'os.environ["BEFOREQKV_LANG"] = "zh_CN"' in cell
     assert f'"mplfonts=={export_reader.MPLFONTS}"' in cell and 'if "google.colab" in sys.modules:' in cell
     assert max(len(line) for line in cell.splitlines()) <= 76
     compile(cell, "<language cell>", "exec")

@@ -57,62 +57,45 @@ from . import bootstrap, myst, prints
 from .book import chapter_number, figure_numbers
 from .solutions import BLOCK, DETAILS, HEADING, is_prediction, strip_solutions
 from .translate_nb import lookup_for, page_of, translate_notebook
+from .words import Words
 from .cells import clear_outputs
 
 ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso",
                "admonition", "margin", "sidebar", "dropdown"}
 
 MPLFONTS = "0.0.11"  # a CJK font for matplotlib on Colab (beforeqkv.plot.cjk_font finds it)
-# The words this export writes itself, per language (English: the keys).
-WORDS = {
-    "zh_CN": {
-        "Figure": "图",
-        "## Answers": "## 答案",
-        "For after your own attempt. Each code answer is folded: click the bar to the left of the cell "
-        "(JupyterLab, Jupyter Notebook) or double-click it (Colab) to see it. Running it defines the "
-        "reference version; run the exercise's check after it to compare.":
-            "先自己尝试，再看答案。每个代码答案都是折叠的：点击单元左侧的竖条（JupyterLab、Jupyter Notebook）"
-            "或双击它（Colab）即可展开。运行它会定义参考实现；之后再运行该练习的检查，就能对比。",
-        "*The model answer is at the end of this notebook, under* **Answers**.":
-            "*参考答案在本笔记本末尾的* **答案** *一节中。*",
-        "Answer to exercise {number}": "练习 {number} 的答案",
-        "Answer": "答案",
-        " (double-click to show)": "（双击显示）",
-        "Model answer (click to show)": "参考答案（点击展开）",
-        "Model answer": "参考答案",
-        "your prediction": "你的预测",
-        "your answer": "你的答案",
-        "(no references cited in this chapter)": "（本章没有引用文献）",
-    },
-}
-LANGUAGE_CELL = {
-    "zh_CN": ("# 中文版：检查器的提示、设置信息和图中的文字都用中文\n"
-              "# （beforeqkv 读取 BEFOREQKV_LANG）。Colab 没有中文字体：装一个\n"
-              "# （mplfonts 带 Noto Sans CJK SC；在别处装系统的 fonts-noto-cjk）。\n"
-              "import importlib\n"
-              "import os\n"
-              "import subprocess\n"
-              "import sys\n\n"
-              "os.environ[\"BEFOREQKV_LANG\"] = \"zh_CN\"\n"
-              "if \"google.colab\" in sys.modules:\n"
-              "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
-              f"                    \"mplfonts=={MPLFONTS}\"], check=False)\n"
-              "    importlib.invalidate_caches()"),
-}
-_LANG = "en"
+LANGUAGE_COMMENT = (  # the language cell's comment, in the edition's language (editions.words)
+    "# This edition's language for the checkers' hints, the set-up messages\n"
+    "# and the words in the figures (beforeqkv reads BEFOREQKV_LANG). Colab\n"
+    "# has no font for it: install one (mplfonts carries Noto Sans CJK SC;\n"
+    "# elsewhere install the system's fonts-noto-cjk).")
+_WORDS = Words("en")
+
+
+def language_cell(lang: str) -> str:
+    """The cell after the install cell of a translated notebook: it sets BEFOREQKV_LANG, so
+    the checkers' hints, the banner and the figures speak the edition's language."""
+    return (f"{Words(lang)(LANGUAGE_COMMENT)}\n"
+            "import importlib\n"
+            "import os\n"
+            "import subprocess\n"
+            "import sys\n\n"
+            f"os.environ[\"BEFOREQKV_LANG\"] = \"{lang}\"\n"
+            "if \"google.colab\" in sys.modules:\n"
+            "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
+            f"                    \"mplfonts=={MPLFONTS}\"], check=False)\n"
+            "    importlib.invalidate_caches()")
 
 
 def use_language(lang: str) -> None:
-    """Write the export's own words (and the language cell) in ``lang`` from now on."""
-    global _LANG
-    if lang != "en" and lang not in WORDS:
-        raise ValueError(f"no reader notebooks in {lang!r}: export_reader knows {', '.join(['en', *WORDS])}")
-    _LANG = lang
+    """Write the export's own words in ``lang`` from now on (its catalog: editions.words)."""
+    global _WORDS
+    _WORDS = Words(lang)
 
 
 def w(text: str) -> str:
     """``text`` (one of the export's own words) in the language being exported."""
-    return WORDS.get(_LANG, {}).get(text, text)
+    return _WORDS(text)
 
 
 class MissingGlue(KeyError):
@@ -444,7 +427,7 @@ def translated(nb, path: Path, lang: str):
     nb, _ = translate_notebook(nb, lookup_for(page_of(path), lang))
     prints.translate_notebook(nb, prints.lookup_for(path.stem, lang))  # what its code cells print
     first = next((k for k, c in enumerate(nb.cells) if c.cell_type == "code"), -1)
-    cell = nbformat.v4.new_code_cell(LANGUAGE_CELL[lang])
+    cell = nbformat.v4.new_code_cell(language_cell(lang))
     cell["id"] = f"language-{lang.lower()}"
     nb.cells.insert(first + 1, cell)
     return nb

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from . import myst
 from .book import toc_pages
 from .paths import ROOT
 
@@ -158,11 +159,6 @@ def format_status(rows: list[PageStatus], lang: str = DEFAULT_LANG) -> str:
 # many times as the English has it (the display text of {doc}`text <target>` and
 # {ref}`text <target>` is translated; a glue role keeps its name and format), and every
 # math span, inline code span and link target of the English, and no other.
-ROLE = re.compile(r"\{([a-z][\w:-]*)\}`([^`]*)`")
-DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
-INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<!\\)\$")
-CODE = re.compile(r"(?<![`}])(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-LINK = re.compile(r"\]\(([^)\s]+)\)")
 TARGET = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 DISPLAY_TEXT_ROLES = {"doc", "ref", "numref"}
 
@@ -177,17 +173,24 @@ def role_key(name: str, content: str) -> str:
 
 
 def markup(text: str) -> dict[str, list[str]]:
-    """What a translation of ``text`` must keep: its roles (a sorted list, with repeats),
-    its math, code spans and link targets (sorted, without repeats)."""
-    roles = sorted(role_key(*m) for m in ROLE.findall(text))
-    rest = ROLE.sub(" ", text)
-    display = sorted({m.strip() for m in DISPLAY_MATH.findall(rest)})
-    rest = DISPLAY_MATH.sub(" ", rest)
-    code = sorted({m[1] for m in CODE.findall(rest)})
-    rest = CODE.sub(" ", rest)
-    inline = sorted(set(INLINE_MATH.findall(rest)))
-    links = sorted(set(LINK.findall(rest)))
-    return {"roles": roles, "display math": display, "math": inline, "code": code, "links": links}
+    """What a translation of ``text`` must keep, as the MyST grammar reads it (editions.myst):
+    its roles (a sorted list, with repeats), its math, code spans and link targets (sorted,
+    without repeats)."""
+    roles, display, inline, code, links = [], set(), set(), set(), set()
+    for tok in myst.parse(text):
+        if tok.type == "math_block":
+            display.add(tok.content.strip())
+        for c in tok.children or []:
+            if c.type == "myst_role":
+                roles.append(role_key(c.meta["name"], c.content))
+            elif c.type == "math_inline":
+                inline.add(c.content)
+            elif c.type == "code_inline":
+                code.add(c.content)
+            elif c.type == "link_open":
+                links.add(c.attrs["href"])
+    return {"roles": sorted(roles), "display math": sorted(display), "math": sorted(inline),
+            "code": sorted(code), "links": sorted(links)}
 
 
 def markup_problems(msgid: str, msgstr: str) -> list[str]:
@@ -225,13 +228,12 @@ def read_terms(path: Path) -> list[Term]:
 
 
 def prose(text: str) -> str:
-    """A message without what is not prose: roles, math, code and link targets. A display
+    """A message without what is not prose: roles, math, code, link targets, HTML and
+    emphasis marks (the text children of the MyST grammar's inline tokens). A display
     equation (its message is the bare LaTeX and starts with a newline) has no prose."""
     if text.startswith("\n"):
         return ""
-    for pattern in (ROLE, DISPLAY_MATH, CODE, INLINE_MATH, LINK):
-        text = pattern.sub(" ", text)
-    return re.sub(r"<[^>]+>", " ", text)
+    return "".join(c.content if c.type == "text" else " " for tok in myst.parse(text) for c in tok.children or [])
 
 
 def plurals(word: str) -> list[str]:
