@@ -3,11 +3,11 @@ import re
 from pathlib import Path
 
 import nbformat
-from editions.book import toc_pages
+from editions.book import chapters, toc_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = chapters(BOOK)
 
 
 def toc_files():

@@ -17,7 +17,7 @@ os.environ.pop("BEFOREQKV_GRADING", None)
 torch.set_num_threads(1)
 guard()  # the notebooks these tests execute: a kernel reply is read when it arrives
 torch.set_flush_denormal(True)
-beforeqkv._full_float32()  # as setup() does: no TF32 on a GPU (cuDNN's default), same tolerances as a CPU
+beforeqkv._runtime.full_float32()  # as setup() does: no TF32 on a GPU (cuDNN's default), same tolerances as a CPU
 
 DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device")])]

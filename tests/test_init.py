@@ -105,7 +105,7 @@ def test_setup_lets_freed_memory_be_reused_instead_of_faulting_in_fresh_pages():
             "libc = ctypes.CDLL(None)\n"
             "if not hasattr(libc, 'mallinfo2'): print('none'); sys.exit()\n"
             "libc.mallinfo2.restype = Info\n"
-            "if sys.argv[1] == 'setup': assert beforeqkv._reuse_freed_memory()\n"
+            "if sys.argv[1] == 'setup': assert beforeqkv._runtime.reuse_freed_memory()\n"
             "MB = 1 << 20\n"
             "start = libc.mallinfo2()\n"
             "x = torch.empty(48 * MB, dtype=torch.uint8)\n"

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 
 import numpy as np
 import torch
 
 from ._runtime import _DEVICE_ENV, get_device, seed_everything, workers  # noqa: F401  (the public API)
+from ._runtime import full_float32, reuse_freed_memory
 from ._validate import check_positive
 
 __version__ = "0.1.0"
@@ -33,12 +33,12 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
       them 20-37x slower (measured while writing the book).
     * Flush denormal floats to zero: a saturated softmax produces denormals,
       which are ~4x slower on CPUs (chapter 7).
-    * Keep freed memory for reuse (Linux): :func:`_reuse_freed_memory`.
-    * float32 is float32 on every device: :func:`_full_float32` turns TF32 off.
+    * Keep freed memory for reuse (Linux): :func:`beforeqkv._runtime.reuse_freed_memory`.
+    * float32 is float32 on every device: :func:`beforeqkv._runtime.full_float32` turns TF32 off.
     * One matplotlib style for every figure.
     """
-    _reuse_freed_memory()
-    _full_float32()
+    reused = reuse_freed_memory()
+    full_float32()
     if threads is None:
         threads = int(os.environ.get("BEFOREQKV_THREADS", "1"))
     check_positive(threads=threads)
@@ -54,7 +54,8 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
         "device": str(get_device()),
         "threads": torch.get_num_threads(),
         "flush_denormal": flushed,
-        "tf32": False,  # _full_float32
+        "tf32": False,  # full_float32
+        "reuse_freed_memory": reused,
     }
     if not quiet:
         # Two short lines: the banner is the first output of every chapter (<= 76 characters).
@@ -64,46 +65,6 @@ def setup(threads: int | None = None, plot_style: bool = True, quiet: bool = Fal
                 "{threads} CPU thread(s) · denormals flushed: {flush_denormal}").format(
                     version=__version__, **info))
     return info
-
-
-def _full_float32() -> None:
-    """Compute float32 products in float32 on NVIDIA GPUs too (a no-op on a CPU).
-
-    By default cuDNN (convolutions, ``nn.RNN``/``nn.LSTM``) multiplies float32 tensors in TF32,
-    a tensor-core format with a 10-bit mantissa: on a GPU the book's LSTMs then differ from the
-    same weights on a CPU by ~1e-3 instead of ~1e-6. The book's policy is the same numbers, to
-    float32 rounding, on every device, so TF32 is off for matrix products and cuDNN alike
-    (both ``allow_tf32`` flags).
-    Its models are small enough that full float32 costs nothing noticeable.
-    """
-    # The allow_tf32 flags, not torch 2.9's fp32_precision: they exist in every torch the
-    # package accepts, and after fp32_precision is set torch refuses to read them (other code may).
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-
-
-def _reuse_freed_memory() -> bool:
-    """Let glibc's allocator reuse freed blocks of up to 64 MB instead of giving them back.
-
-    By default a block over 128 KB is mapped fresh from the operating system and returned
-    when freed, so every step of a training run faults in new zeroed pages for its
-    activations and gradients (120 to 320 page faults a step for chapter 2's attention read,
-    measured on the build machine; tests/test_init.py checks where the blocks come from).
-    Serving them from the heap and trimming it only past 256 MB of free space makes those
-    steps 10-14 % faster (measured on a 2-core CPU); larger blocks, like a real model's
-    weights, are still mapped and returned. A no-op off glibc
-    (macOS, Windows, musl).
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
-    return bool(mallopt(m_mmap_threshold, 64 << 20)) and bool(mallopt(m_trim_threshold, 256 << 20))
 
 
 @contextlib.contextmanager

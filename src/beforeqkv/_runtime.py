@@ -97,3 +97,44 @@ def _uses_cuda() -> bool:
     CUDA does not survive a fork, so :func:`map_runs` then runs its items in this process."""
     forced = os.environ.get("BEFOREQKV_DEVICE", "").lower().startswith("cuda")
     return forced or (torch.cuda.is_available() and torch.cuda.is_initialized())
+
+
+# ------------------------------------------------ process-wide settings setup() makes (speed, numerics)
+def full_float32() -> None:
+    """Compute float32 products in float32 on NVIDIA GPUs too (a no-op on a CPU).
+
+    By default cuDNN (convolutions, ``nn.RNN``/``nn.LSTM``) multiplies float32 tensors in TF32,
+    a tensor-core format with a 10-bit mantissa: on a GPU the book's LSTMs then differ from the
+    same weights on a CPU by ~1e-3 instead of ~1e-6. The book's policy is the same numbers, to
+    float32 rounding, on every device, so TF32 is off for matrix products and cuDNN alike
+    (both ``allow_tf32`` flags).
+    Its models are small enough that full float32 costs nothing noticeable.
+    """
+    # The allow_tf32 flags, not torch 2.9's fp32_precision: they exist in every torch the
+    # package accepts, and after fp32_precision is set torch refuses to read them (other code may).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def reuse_freed_memory() -> bool:
+    """Let glibc's allocator reuse freed blocks of up to 64 MB instead of giving them back.
+
+    By default a block over 128 KB is mapped fresh from the operating system and returned
+    when freed, so every step of a training run faults in new zeroed pages for its
+    activations and gradients (120 to 320 page faults a step for chapter 2's attention read,
+    measured on the build machine; tests/test_init.py checks where the blocks come from).
+    Serving them from the heap and trimming it only past 256 MB of free space makes those
+    steps 10-14 % faster (measured on a 2-core CPU); larger blocks, like a real model's
+    weights, are still mapped and returned. A no-op off glibc
+    (macOS, Windows, musl).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    return bool(mallopt(m_mmap_threshold, 64 << 20)) and bool(mallopt(m_trim_threshold, 256 << 20))

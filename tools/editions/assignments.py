@@ -222,7 +222,7 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
         shutil.rmtree(stale)
     bib = export_reader.bib_entries(Path(src) / "references.bib")
     export_reader.use_language(lang)
-    for path in sorted(Path(src).glob("[0-9]*.ipynb")):
+    for path in book.chapters(src):
         run = Path(executed) / path.name
         if not run.exists():
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)

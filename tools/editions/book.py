@@ -11,7 +11,7 @@ import yaml
 
 from .paths import ROOT
 
-__all__ = ["toc_pages", "chapter_number", "figure_numbers", "number_per_chapter"]
+__all__ = ["toc_pages", "chapters", "chapter_number", "figure_numbers", "number_per_chapter"]
 
 
 def toc_pages(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
@@ -32,6 +32,11 @@ def toc_pages(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
 
     walk(toc.get("parts", toc.get("chapters", [])))
     return pages
+
+
+def chapters(folder) -> list[Path]:
+    """The chapter notebooks of a folder (``NN_slug.ipynb``; the book's or an edition's copy), in order."""
+    return sorted(Path(folder).glob("[0-9][0-9]_*.ipynb"))
 
 
 def chapter_number(page) -> int | None:

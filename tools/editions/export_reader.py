@@ -54,7 +54,7 @@ from pathlib import Path
 import nbformat
 
 from . import bootstrap, myst, prints
-from .book import chapter_number, figure_numbers
+from .book import chapter_number, chapters, figure_numbers
 from .solutions import BLOCK, DETAILS, HEADING, is_prediction, strip_solutions
 from .translate_nb import lookup_for, page_of, translate_notebook
 from .words import Words
@@ -445,7 +445,7 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reade
     ref = bootstrap.head_commit()
     if ref is None:
         print("not a git checkout: the install cells install the branch, not a pinned commit", file=sys.stderr)
-    for path in sorted(Path(src).glob("[0-9]*.ipynb")):
+    for path in chapters(src):
         run = Path(executed) / path.name
         if not run.exists():
             print(f"{run} is missing: run `make execute` first", file=sys.stderr)

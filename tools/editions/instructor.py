@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 
+from .book import chapters
 from . import assignments
 from .paths import ROOT
 
@@ -62,7 +63,7 @@ def render(book: Path) -> str:
              "Open questions: the model answer (grade with the rubric of the teachers page). "
              "Coding exercises: the solutions are in `source/NN_*.ipynb` (nbgrader source versions).\n"]
     used = set()
-    for path in sorted(book.glob("[0-9]*.ipynb")):
+    for path in chapters(book):
         rows = _rows(path, key)
         used |= {k for k in key if any(f"(`{k}`)" in r for r in rows)}
         parts += [f"## {path.stem}\n", *rows, ""]

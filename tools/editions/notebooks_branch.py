@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from .book import chapters
 from . import bootstrap
 
 from .paths import ROOT
@@ -57,7 +58,7 @@ def assemble(reader: Path, out: Path, ref: str | None = None) -> list[Path]:
     """Write the branch into ``out`` (emptied first); return the notebooks written."""
     repo = config()["repository"]
     url, ref = repo["url"].rstrip("/"), ref or repo.get("branch", "main")
-    notebooks = sorted(reader.glob("[0-9]*.ipynb"))
+    notebooks = chapters(reader)
     if not notebooks:
         raise SystemExit(f"no reader notebooks in {reader}/: run `make site` first")
     shutil.rmtree(out, ignore_errors=True)
@@ -66,7 +67,7 @@ def assemble(reader: Path, out: Path, ref: str | None = None) -> list[Path]:
     (out / "binder").mkdir()
     written = [Path(shutil.copy2(nb, out / folder / nb.name)) for nb in notebooks]
     for edition in (e for e in config()["sphinx"]["config"].get("bqkv_editions", {}).values() if e):
-        translated = sorted((reader / edition).glob("[0-9]*.ipynb"))
+        translated = chapters(reader / edition)
         if not translated:
             raise SystemExit(f"no reader notebooks in {reader / edition}/: run `make site` first")
         (out / edition / folder).mkdir(parents=True)

@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         print("warning: no --wheel: the autograder zip will not install beforeqkv", file=sys.stderr)
     bib = export_reader.bib_entries(Path(args.book) / "references.bib")
     work, dist = args.work.resolve(), Path(args.dist).resolve()
-    for path in sorted(Path(args.book).glob("[0-9]*.ipynb")):
+    for path in book.chapters(args.book):
         if args.chapters and not any(path.name.startswith(c) for c in args.chapters):
             continue
         run = Path(args.executed) / path.name

@@ -27,6 +27,7 @@ from pathlib import Path
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
+from .book import chapters
 from .paths import ROOT
 LOCALES = ROOT / "locales"
 DEFAULT_LANG = "zh_CN"
@@ -154,7 +155,7 @@ def messages(nb) -> list[str]:
 
 
 def _chapters(folder: Path) -> list[Path]:
-    return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    return chapters(folder)
 
 
 def update(book: Path, lang: str = DEFAULT_LANG, locales: Path = LOCALES) -> None:

@@ -19,10 +19,10 @@ The solution grammar is ``tools/editions/solutions.py``'s, as in every tool; ``m
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import nbformat
 
+from .book import chapters
 from .solutions import BLOCK, is_prediction, strip_solutions
 from .cells import clear_outputs
 
@@ -56,7 +56,7 @@ def site_version(nb):
 
 
 def main(folder: str) -> int:
-    paths = sorted(Path(folder).glob("[0-9]*.ipynb"))
+    paths = chapters(folder)
     if not paths:
         print(f"no chapters in {folder}/", file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 
+from .book import chapters
 from .solutions import (BEGIN, BLOCK, DETAILS, is_prediction, strip_model_answers,  # noqa: F401
                        strip_solutions)
 from .cells import clear_outputs
@@ -40,7 +41,7 @@ def main(src: str, dst: str) -> int:
     out = Path(dst)
     out.mkdir(parents=True, exist_ok=True)
     n = 0
-    for path in sorted(Path(src).glob("[0-9]*.ipynb")):
+    for path in chapters(src):
         nb = student_version(nbformat.read(path, as_version=4))
         nbformat.write(nb, out / path.name)
         n += 1
@@ -49,7 +50,7 @@ def main(src: str, dst: str) -> int:
 
 
 def site(folder: str) -> int:
-    paths = sorted(Path(folder).glob("[0-9]*.ipynb"))
+    paths = chapters(folder)
     for path in paths:
         nbformat.write(student_version(nbformat.read(path, as_version=4), keep_outputs=True), path)
     print(f"removed solutions and model answers from {len(paths)} executed notebooks in {folder}/")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 
+from .book import chapters
 from . import assignments
 
 STARS = {1: "★", 2: "★★", 3: "★★★"}
@@ -300,7 +301,7 @@ def render(book: Path) -> str:
              "open 2 (by hand); the points column reads automatic + by hand, as nbgrader's metadata "
              "and otter's questions split them.\n"]
     exam, counts = [], []
-    for path in sorted(book.glob("[0-9]*.ipynb")):
+    for path in chapters(book):
         rows = _exercises(path)
         counts.append((path.stem, len(rows)))
         parts.append(f"### {_title(path)}\n")
