@@ -66,6 +66,8 @@ def test_one_search_box_and_no_sideways_scroll_on_a_phone(report, page):
     assert r["search_inputs"] <= 1, f"{page}: {r['search_inputs']} visible search boxes"
     assert r["phone_page_width"] <= browser.PHONE + 1, \
         f"{page}: the page is {r['phone_page_width']} px wide on a {browser.PHONE} px phone"
+    assert not r["phone_clipped_links"], \
+        f"{page}: on a {browser.PHONE} px phone the {r['phone_clipped_links']} link at the foot is cut off (book.css)"
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("book/0") or p.startswith("book/1")])

@@ -518,3 +518,24 @@ def test_the_swap_reaches_a_notebooks_code_and_leaves_installed_code_alone():
     main.__module__ = "__main__"
     assert _earlier._readers_own(main) and _earlier._readers_own(BlockOnMyAttention)
     assert not _earlier._readers_own(json.dumps) and not _earlier._readers_own(torch.nn.Linear)
+
+
+def test_the_package_note_is_said_once_per_notebook_cell(monkeypatch, capsys):
+    """Chapter 11's last cell runs two checks that both replace my_rmsnorm and my_rotary:
+    one note under the cell, not two; a new cell says it again; outside a notebook, every time."""
+    from beforeqkv.checks import _earlier
+    cell = {"n": 7}
+    monkeypatch.setattr(_earlier, "_cell", lambda: cell["n"])
+    monkeypatch.setitem(_earlier._SAID, "last", None)
+    _earlier.used_the_package(["my_rmsnorm", "my_rotary"])
+    _earlier.used_the_package(["my_rmsnorm", "my_rotary"])
+    assert capsys.readouterr().out.count("my_rmsnorm, my_rotary") == 1
+    _earlier.used_the_package(["my_rotary"])  # other names: said
+    cell["n"] = 8
+    _earlier.used_the_package(["my_rotary"])  # a new cell: said
+    assert capsys.readouterr().out.count("(this check") == 2
+    cell["n"] = None
+    _earlier.used_the_package(["my_rotary"])
+    _earlier.used_the_package(["my_rotary"])
+    _earlier.used_the_package([])
+    assert capsys.readouterr().out.count("(this check") == 2

@@ -181,6 +181,12 @@ _CONTRAST = r"""((theme) => {
   return out;
 })"""
 
+# The Previous / Next links at a page's foot: each hides what overflows it, so a title wider
+# than the link cut its chevron off on a phone. Their class when their content overflows.
+_CLIPPED = """() => [...document.querySelectorAll('.prev-next-area a')]
+  .filter(a => a.scrollWidth > a.clientWidth + 1).map(a => a.className)"""
+
+
 def _tab(context, base):
     """A page of ``context`` and the list that collects what goes wrong on it: console errors,
     uncaught exceptions, failed requests, HTTP errors and requests for any other host
@@ -281,6 +287,7 @@ def check_site(html_dir, shots_dir=None, pages=None):
                         explorers.nth(i).screenshot(path=Path(shots_dir) / f"{stem}-explorer{i + 1}.png")
                 tab = _visit(phone_tab, f"{base}/{page}")
                 r["phone_page_width"] = tab.evaluate("document.documentElement.scrollWidth")
+                r["phone_clipped_links"] = tab.evaluate(_CLIPPED)
                 if shots_dir:
                     _shoot(tab, Path(shots_dir) / f"{stem}-phone.png", PHONE)
                 r["problems"] = sorted(set(desktop_tab[1] + phone_tab[1]))

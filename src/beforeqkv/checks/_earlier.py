@@ -89,8 +89,26 @@ def earlier_parts(obj, references: Mapping[str, Callable]):
             space[name] = mine
 
 
+def _cell() -> int | None:
+    """The number of the notebook cell running now (IPython's execution count), else None."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return getattr(shell, "execution_count", None) if shell is not None else None
+
+
+_SAID: dict = {"last": None}  # (cell, names) of the last note: one note per cell, not one per check
+
+
 def used_the_package(names) -> None:
-    """Say that a check used the package's versions of the earlier exercises named ``names``."""
-    if names:
+    """Say that a check used the package's versions of the earlier exercises named ``names``;
+    once per notebook cell (two checks in one cell that replaced the same names say it once)."""
+    if not names:
+        return
+    said = (_cell(), tuple(names))
+    if said[0] is None or said != _SAID["last"]:
+        _SAID["last"] = said
         print(_("(this check called the package's version of {names} in place of yours, so that a mistake "
                 "there costs points once, in its own exercise)").format(names=", ".join(names)))

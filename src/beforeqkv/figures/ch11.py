@@ -28,6 +28,14 @@ _PARTS = [
 ]
 _ADDS = [(6.15, 5.6), (8.9, 8.3)]  # (y of the "+" on the stream, top of the sublayer it adds)
 _STREAM_X, _BOX_X = 0.35, 0.8
+_FONT = 11  # points: the figure is 10 inches wide and shown about 690 px wide, so about 10.5 px
+
+
+def _wrap(note: str, width: int = 46) -> str:
+    """A chapter note in lines of at most ``width`` characters (at its '; ' or spaces), so the
+    notes column stays inside the figure at the larger font."""
+    import textwrap
+    return "\n".join(textwrap.wrap(note, width, break_long_words=False)) if len(note) > width else note
 
 ARCHITECTURE_ALT = ("A vertical diagram of SmolLM2: token ids and the embedding start a residual stream, drawn "
                     "as a line on the left; a block repeated 30 times reads it twice, through RMSNorm into "
@@ -46,7 +54,7 @@ def architecture_figure(n_layers: int = 30):
     ax.axis("off")
     block = FancyBboxPatch((0.1, 2.15), 5.2, 7.2, boxstyle="round,pad=0.05", fc="#f3f3f3", ec="#999", lw=1)
     ax.add_patch(block)
-    ax.text(5.3, 1.97, _("× {n} blocks").format(n=n_layers), fontsize=9, color="#555", va="center", ha="right")
+    ax.text(5.3, 1.9, _("× {n} blocks").format(n=n_layers), fontsize=_FONT - 1, color="#555", va="center", ha="right")
     colours = {"attention": "#dbe9f6", "MLP": "#fde3c8", "RMSNorm": "#e6f2dd"}
     red, sx = "#c0392b", _STREAM_X
     for label, note, y in _PARTS:
@@ -55,8 +63,8 @@ def architecture_figure(n_layers: int = 30):
             (c for key, c in colours.items() if key in label), "#eeeeee")
         x0, w = (_BOX_X + 0.25, 4.2) if sub else (_BOX_X, 4.45)
         ax.add_patch(FancyBboxPatch((x0, y - 0.3), w, 0.6, boxstyle="round,pad=0.03", fc=colour, ec="#666", lw=0.8))
-        ax.text(x0 + 0.1, y, tr(label).strip(), va="center", fontsize=9)   # marked with N_() above
-        ax.text(5.5, y, tr(note), va="center", fontsize=9, color="#333")
+        ax.text(x0 + 0.1, y, tr(label).strip(), va="center", fontsize=_FONT)   # marked with N_() above
+        ax.text(5.5, y, _wrap(tr(note)), va="center", fontsize=_FONT - 1, color="#333", linespacing=1.1)
 
     def arrow(start, end, colour="#444"):
         ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color=colour, lw=0.9))
@@ -72,13 +80,13 @@ def architecture_figure(n_layers: int = 30):
         ax.plot([xc, xc, sx + 0.17], [y_top + 0.32, y_add, y_add], color="#444", lw=0.9)
         ax.plot([sx], [y_add], marker="o", ms=15, mfc="white", mec=red, mew=1.5)
         ax.text(sx, y_add, "+", ha="center", va="center", fontsize=11, color=red, weight="bold")
-        ax.text(xc + 0.15, y_add + 0.02, _("added to the residual stream (chapter 8)"), va="center",
-                fontsize=8, color=red)
+        ax.text(sx + 0.3, y_add + 0.25, _("added to the residual stream (chapter 8)"), va="center",
+                fontsize=_FONT - 1, color=red)
     arrow((sx, 9.65), (_BOX_X - 0.03, 10.0), colour=red)  # the stream's end -> final norm
     arrow((xc, 10.32), (xc, 10.68))
     arrow((xc, 11.32), (xc, 11.68))
     ax.text(0.2, 12.55, _("SmolLM2-135M in the book's own GPT: weights 4-bit (Q4_1), embedding 8-bit (Q8_0)"),
-            fontsize=10, weight="bold")
+            fontsize=_FONT + 1, weight="bold")
     return fig
 
 
