@@ -65,3 +65,32 @@ def test_a_plain_code_fence_is_no_directive():
 @pytest.mark.parametrize("text", ["no MyST at all\n\n- a list\n", "", "$$\na\n$$\n"])
 def test_text_without_myst_comes_back_as_it_was(text):
     assert myst.rewrite(text, _role, _directive) == text
+
+
+def _r(text):
+    return myst.rewrite(text, _role, _directive)
+
+
+def test_a_role_wrapped_onto_the_next_line_is_found():
+    assert _r("See {ref}`the\nfigure <f>`.") == "See <ref|the figure <f>>."
+    assert _r("- a {ref}`x\n  y` b\n") == "- a <ref|x y> b\n"
+
+
+def test_a_role_in_a_definition_term_is_found():
+    assert _r("Term {math}`x`\n: def {glue}`y`\n") == "Term <math|x>\n: def <glue|y>\n"
+
+
+def test_a_code_span_that_spells_a_role_is_left_and_the_role_after_it_rewritten():
+    assert _r("Write `{math}`x`` for {math}`x`.") == "Write `{math}`x`` for <math|x>."
+
+
+def test_a_directive_keeps_the_list_item_or_blockquote_it_sits_in():
+    assert _r("1. item\n\n   :::{note}\n   x\n   :::\n2. next") == "1. item\n\n   [note:]x[/note]\n2. next"
+    out = _r("> ```{note} T\n> one\n>\n> two\n> ```")
+    assert out == "> [note:T]one\n>\n> two[/note]", out
+
+
+def test_a_yaml_options_block_is_not_the_body():
+    tok = next(t for t in myst.parse("```{figure} a.png\n---\nname: fig-a\n---\nThe caption\n```\n")
+               if myst.directive(t))
+    assert myst.options_and_body(tok) == (["---", "name: fig-a", "---"], "The caption\n")

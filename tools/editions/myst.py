@@ -70,9 +70,12 @@ def directive(token: Token) -> tuple[str, str] | None:
 
 
 def options_and_body(token: Token) -> tuple[list[str], str]:
-    """A directive's ``:option: value`` lines (at the top of its body) and the rest."""
+    """A directive's options (``:option: value`` lines, or a YAML block between ``---`` lines,
+    at the top of its body) and the rest."""
     lines = token.content.split("\n")
     k = 0
+    if lines and lines[0].strip() == "---" and "---" in (line.strip() for line in lines[1:]):
+        k = next(i for i in range(1, len(lines)) if lines[i].strip() == "---") + 1
     while k < len(lines) and _OPTION.match(lines[k]):
         k += 1
     return lines[:k], "\n".join(lines[k:])
@@ -82,9 +85,32 @@ Role = Callable[[str, str], str]  # (name, content) -> text
 Directive = Callable[[str, str, str], str]  # (name, argument, body) -> text
 
 
+# A code span, as CommonMark delimits it; not the backticks of a role (after its ``}``).
+_CODE_SPAN = re.compile(r"(?<![`}\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+
+
 def _role_source(name: str, content: str, text: str, start: int) -> re.Match | None:
-    """Where the role ``{name}`content``` is written in ``text``, at or after ``start``."""
-    return re.compile(r"\{" + re.escape(name) + r"\}(`+)" + re.escape(content) + r"\1").search(text, start)
+    """Where the role ``{name}`content``` is written in ``text``, at or after ``start``: its
+    content as the parser gives it (a line break inside it read as a space), and not inside
+    a code span that happens to spell the same role."""
+    words = content.split()
+    body = r"\s+".join(map(re.escape, words)) if words and content == " ".join(words) else re.escape(content)
+    pattern = re.compile(r"\{" + re.escape(name) + r"\}(`+)" + body + r"\1")
+    code = [m.span() for m in _CODE_SPAN.finditer(text)]
+    for m in pattern.finditer(text, start):
+        if not any(a <= m.start() < b for a, b in code):
+            return m
+    return None
+
+
+def _indented(new: str, first_line: str, markup: str) -> list[str]:
+    """A directive's replacement lines inside the container its fence was in (a list item's
+    indent, a blockquote's ``>``): the fence line's prefix on the first line, its ``>`` marks
+    and spaces on the others."""
+    prefix = first_line[:first_line.find(markup)] if markup and markup in first_line else ""
+    rest = re.sub(r"[^>\s]", " ", prefix)
+    lines = new.split("\n")
+    return [prefix + lines[0]] + [(rest + line) if line else rest.rstrip() for line in lines[1:]]
 
 
 def rewrite(text: str, role: Role, directive_: Directive, *, drop_targets: bool = True) -> str:
@@ -100,12 +126,12 @@ def rewrite(text: str, role: Role, directive_: Directive, *, drop_targets: bool 
             edits[tuple(tok.map)] = []
         elif (found := directive(tok)) and tok.map:
             _, body = options_and_body(tok)
-            edits[tuple(tok.map)] = directive_(found[0], found[1], body)
+            edits[tuple(tok.map)] = _indented(directive_(found[0], found[1], body), lines[tok.map[0]], tok.markup)
         elif tok.type == "inline" and tok.map:
             roles = [c for c in tok.children or [] if c.type == "myst_role"]
             if not roles:
                 continue
-            span = tuple(tok.map)
+            span = (tok.map[0], max(tok.map[1], tok.map[0] + 1))  # a definition term's map is empty
             source = edits.get(span, "\n".join(lines[span[0]:span[1]]))
             at = cursor.get(span, 0)
             for r in roles:

@@ -5,10 +5,10 @@
 The Chinese edition has one source: the English notebook plus
 ``locales/<lang>/LC_MESSAGES/book/<page>.po`` (the catalogs Sphinx builds the Chinese site
 from). This module applies those catalogs to the notebook itself, for the notebooks a
-reader opens (``tools/editions/export_reader.py --lang``) and the homework built from them: each
-paragraph, heading, list item and table cell of a Markdown cell (and inside directives
-such as ``{figure}`` or admonitions), and each figure caption in a code cell's
-``mystnb`` metadata, is looked up the way Sphinx's gettext builder cut it (the block's
+reader opens (``python -m editions.export_reader book _exec_zh/book dist/reader/zh zh_CN``)
+and the homework built from them: each paragraph, heading, list item and table cell of a
+Markdown cell (and inside directives such as ``{figure}`` or admonitions), and each figure
+caption in a code cell's ``mystnb`` metadata, is looked up the way Sphinx's gettext builder cut it (the block's
 text, lines joined by spaces) and replaced by its translation. A block without a
 translation, or with a fuzzy one, stays English, as on the site. Code cells are not
 touched. The MyST that remains (roles, glue, math) is what the English has, so the
