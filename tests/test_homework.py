@@ -20,7 +20,7 @@ from editions import assignments
 from editions import book
 from editions import export_reader
 from editions import student
-from editions import teachers
+from editions import teachers, words
 
 SMALL = BOOK / "03_red_connections.ipynb"
 EXECUTED = ROOT / "_exec" / "book"  # make execute
@@ -316,15 +316,12 @@ def released_zh():
         assert folder.is_dir(), f"{folder} is missing: make assignments writes the Chinese homework"
         return {p.name: nbformat.read(folder / p.name, as_version=4) for p in CHAPTERS}
     pytest.importorskip("nbgrader", reason="needs nbgrader (make assignments) or BEFOREQKV_ASSIGNMENTS")
-    export_reader.use_language("zh_CN")
-    try:
-        out = {}
-        for p in CHAPTERS:
-            nb = export_reader.translated(nbformat.read(p, as_version=4), p, "zh_CN")
-            out[p.name] = assignments.release_version(assignments.source_version(nb, _fake_values(nb), BIB))
-        return out
-    finally:
-        export_reader.use_language("en")
+    zh = words.Words("zh_CN")
+    out = {}
+    for p in CHAPTERS:
+        nb = export_reader.translated(nbformat.read(p, as_version=4), p, "zh_CN")
+        out[p.name] = assignments.release_version(assignments.source_version(nb, _fake_values(nb), BIB, w=zh))
+    return out
 
 
 def test_no_student_notebook_prints_a_glued_number_or_a_model_answer(released, released_zh):

@@ -51,14 +51,11 @@ def reader_zh(reader):
     """The Chinese reader notebooks, written like `make site` writes dist/reader/zh."""
     out = reader / "zh"
     out.mkdir()
-    export_reader.use_language("zh_CN")
-    try:
-        for path in CHAPTERS:
-            nb = export_reader.translated(nbformat.read(path, as_version=4), path, "zh_CN")
-            nb = export_reader.reader_version(nb, _values(nb), BIB, book.chapter_number(path))
-            nbformat.write(nb, out / path.name)
-    finally:
-        export_reader.use_language("en")
+    zh = words.Words("zh_CN")
+    for path in CHAPTERS:
+        nb = export_reader.translated(nbformat.read(path, as_version=4), path, "zh_CN")
+        nb = export_reader.reader_version(nb, _values(nb), BIB, book.chapter_number(path), w=zh)
+        nbformat.write(nb, out / path.name)
     return out
 
 
@@ -123,7 +120,7 @@ def test_the_language_cell_and_the_chinese_words_are_known_only_for_languages_wi
     assert export_reader.main("book", "_exec/book", "/nonexistent", "xx") == 1
     assert words.languages() == ["zh_CN"]
     with pytest.raises(ValueError, match="no editions in 'xx'"):
-        export_reader.use_language("xx")
+        words.Words("xx")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)

@@ -44,6 +44,7 @@ import nbformat
 from . import book, export_reader
 from .solutions import BEGIN, BLOCK, DETAILS, END, HEADING, prediction_name
 from .cells import clear_outputs
+from .words import ENGLISH, Words
 
 HIDDEN = "### BEGIN HIDDEN TESTS\nfrom beforeqkv.checks import grading\n{asserts}\n### END HIDDEN TESTS"
 
@@ -119,11 +120,12 @@ def exercises(nb) -> list[dict]:
 
 
 def source_version(nb, values: dict | None = None, bib: dict | None = None,
-                   chapter: int | None = None):
-    """The nbgrader source version of an instructor notebook (see the module docstring)."""
+                   chapter: int | None = None, w: Words = ENGLISH):
+    """The nbgrader source version of an instructor notebook (see the module docstring);
+    ``w``: the words of the edition's language (``Words("zh_CN")``)."""
     nb = copy.deepcopy(nb)
     if values is not None:
-        export_reader.reader_notebook(nb, values, bib or {}, chapter)
+        export_reader.reader_notebook(nb, values, bib or {}, chapter, w)
     _split_headings(nb)
     cells, number, i = [], None, 0
     while i < len(nb.cells):
@@ -161,7 +163,7 @@ def source_version(nb, values: dict | None = None, bib: dict | None = None,
             # PredictionStubs writes it in generate_assignment, release_version below does too
             answer.metadata["homework"] = {
                 "kind": "prediction",
-                "stub": f"{prediction_name(answer.source)} = ...  # {export_reader.w('your answer')}"}
+                "stub": f"{prediction_name(answer.source)} = ...  # {w('your answer')}"}
             _nbgrader(test, f"{gid}_check", solution=False, grade=True, points=POINTS["prediction"], locked=True)
             test.metadata["homework"] = {"kind": "prediction", "exercise": number or key}
             cells += [answer, test]
@@ -221,7 +223,7 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
         import shutil
         shutil.rmtree(stale)
     bib = export_reader.bib_entries(Path(src) / "references.bib")
-    export_reader.use_language(lang)
+    words = Words(lang)
     for path in book.chapters(src):
         run = Path(executed) / path.name
         if not run.exists():
@@ -231,7 +233,7 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/assig
         if lang != "en":
             nb = export_reader.translated(nb, path, lang)
         try:
-            source = source_version(nb, export_reader.glue_values(run), bib, book.chapter_number(path))
+            source = source_version(nb, export_reader.glue_values(run), bib, book.chapter_number(path), words)
         except export_reader.MissingGlue as err:
             print(f"{path.name}: the value of glue {err.args[0]!r} is missing in {run}: that execution did not "
                   "finish or is stale; run `make execute` (then `make assignments` again)", file=sys.stderr)

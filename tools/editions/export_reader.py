@@ -57,7 +57,7 @@ from . import bootstrap, myst, prints
 from .book import chapter_number, chapters, figure_numbers
 from .solutions import BLOCK, DETAILS, HEADING, is_prediction, strip_solutions
 from .translate_nb import lookup_for, page_of, translate_notebook
-from .words import Words
+from .words import ENGLISH, Words
 from .cells import clear_outputs
 
 ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso",
@@ -69,7 +69,6 @@ LANGUAGE_COMMENT = (  # the language cell's comment, in the edition's language (
     "# and the words in the figures (beforeqkv reads BEFOREQKV_LANG). Colab\n"
     "# has no font for it: install one (mplfonts carries Noto Sans CJK SC;\n"
     "# elsewhere install the system's fonts-noto-cjk).")
-_WORDS = Words("en")
 
 
 def language_cell(lang: str) -> str:
@@ -85,17 +84,6 @@ def language_cell(lang: str) -> str:
             "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
             f"                    \"mplfonts=={MPLFONTS}\"], check=False)\n"
             "    importlib.invalidate_caches()")
-
-
-def use_language(lang: str) -> None:
-    """Write the export's own words in ``lang`` from now on (its catalog: editions.words)."""
-    global _WORDS
-    _WORDS = Words(lang)
-
-
-def w(text: str) -> str:
-    """``text`` (one of the export's own words) in the language being exported."""
-    return _WORDS(text)
 
 
 class MissingGlue(KeyError):
@@ -181,7 +169,7 @@ def _glue(content: str, values: dict) -> str:
         return str(value)
 
 
-def _reference_list(cited: list, bib: dict) -> str:
+def _reference_list(cited: list, bib: dict, w: Words) -> str:
     lines = []
     for key in cited:
         e = bib.get(key, {})
@@ -207,9 +195,9 @@ def _directive(name: str, arg: str, body: str, plain) -> str:
 
 
 def reader_markdown(text: str, values: dict, bib: dict, cited: list,
-                    figures: dict | None = None) -> str:
+                    figures: dict | None = None, w: Words = ENGLISH) -> str:
     """One markdown cell without MyST syntax (read by :mod:`editions.myst`); ``cited``
-    collects the citation keys in reading order."""
+    collects the citation keys in reading order; ``w``: the words of the edition's language."""
     def role(kind: str, content: str) -> str:
         if kind == "numref":
             label = re.sub(r"^.*<([^>]*)>$", r"\1", content).strip()
@@ -234,7 +222,7 @@ def reader_markdown(text: str, values: dict, bib: dict, cited: list,
     return plain(text)
 
 
-def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None):
+def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None, w: Words = ENGLISH):
     """The notebook with every markdown cell in plain Markdown and outputs cleared;
     ``chapter`` numbers its figures as the site does ("Figure 5.2"). The cells the site hides
     are dropped (:func:`reader_version` moves those after the exercises to the Answers)."""
@@ -245,18 +233,18 @@ def reader_notebook(nb, values: dict, bib: dict, chapter: int | None = None):
     for cell in nb.cells:
         cells.append(cell)
         if cell.cell_type == "markdown":
-            cell.source = reader_markdown(cell.source, values, bib, cited, figures)
+            cell.source = reader_markdown(cell.source, values, bib, cited, figures, w)
             continue
         clear_outputs(cell)
         figure = cell.metadata.get("mystnb", {}).get("figure", {})
         if figure.get("name") in figures:  # the site's caption, under the figure
-            caption = reader_markdown(figure.get("caption", ""), values, bib, cited, figures)
+            caption = reader_markdown(figure.get("caption", ""), values, bib, cited, figures, w)
             cells.append(nbformat.v4.new_markdown_cell(
                 f"**{w('Figure')} {figures[figure['name']]}.** {caption}".rstrip()))
     nb.cells = cells
     for cell in nb.cells:
         if cell.cell_type == "markdown" and "\0REFERENCES\0" in cell.source:
-            cell.source = cell.source.replace("\0REFERENCES\0", _reference_list(cited, bib))
+            cell.source = cell.source.replace("\0REFERENCES\0", _reference_list(cited, bib, w))
     return nb
 
 
@@ -274,17 +262,17 @@ def _exercise_at(text: str, pos: int, current: str | None) -> str | None:
     return found[-1] if found else current
 
 
-def _answer_title(number: str | None) -> str:
+def _answer_title(number: str | None, w: Words) -> str:
     return w("Answer to exercise {number}").format(number=number) if number else w("Answer")
 
 
-def _answer_code(number: str | None, solution: str):
-    cell = nbformat.v4.new_code_cell(f"# @title {_answer_title(number)}{w(' (double-click to show)')}\n{solution}")
+def _answer_code(number: str | None, solution: str, w: Words):
+    cell = nbformat.v4.new_code_cell(f"# @title {_answer_title(number, w)}{w(' (double-click to show)')}\n{solution}")
     cell.metadata.update({"jupyter": {"source_hidden": True}, "cellView": "form"})
     return cell
 
 
-def _answer_text(body: str):
+def _answer_text(body: str, w: Words):
     return nbformat.v4.new_markdown_cell(
         f"<details><summary>{w('Model answer (click to show)')}</summary>\n\n{body.strip()}\n\n</details>")
 
@@ -354,28 +342,28 @@ def take_hidden_cells(nb) -> list[tuple[str, str]]:
     return taken
 
 
-def _hide_code_solution(cell, number, answers: list) -> None:
+def _hide_code_solution(cell, number, answers: list, w: Words) -> None:
     if any(is_prediction(m.group(2), m.group(1)) for m in BLOCK.finditer(cell.source)):
         cell.source = strip_solutions(cell.source, "code", comment=w("your prediction"))
     else:
         solution = BLOCK.sub(lambda m: m.group(2).rstrip("\n"), cell.source)
         cell.source = strip_solutions(cell.source, "code")
-        answers.append((number, _answer_code(number, solution)))
+        answers.append((number, _answer_code(number, solution, w)))
     tags = [t for t in cell.metadata.pop("tags", []) if t not in ("hide-cell", "hide-input")]
     if tags:
         cell.metadata["tags"] = tags
 
 
-def _move_model_answers(cell, number, answers: list) -> str | None:
+def _move_model_answers(cell, number, answers: list, w: Words) -> str | None:
     def move(m):
-        answers.append((_exercise_at(cell.source, m.start(), number), _answer_text(m.group(1))))
+        answers.append((_exercise_at(cell.source, m.start(), number), _answer_text(m.group(1), w)))
         return f"\n\n{w(POINTER)}"
     source = cell.source
     cell.source = DETAILS.sub(move, source)
     return _exercise_at(source, len(source), number)
 
 
-def answers_at_end(nb, hidden: list | None = None):
+def answers_at_end(nb, hidden: list | None = None, w: Words = ENGLISH):
     """No solution in view: stubs in place, answers in an ``## Answers`` section at the end,
     predictions reduced to ``name = ...`` with no answer anywhere (see the module docstring);
     ``hidden``: (exercise number, source) of the site's hidden cells after the exercises
@@ -383,10 +371,10 @@ def answers_at_end(nb, hidden: list | None = None):
     number, answers = None, []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            number = _move_model_answers(cell, number, answers)
+            number = _move_model_answers(cell, number, answers, w)
         elif BLOCK.search(cell.source):
-            _hide_code_solution(cell, number, answers)
-    answers += [(n, _answer_code(n, source)) for n, source in hidden or []]
+            _hide_code_solution(cell, number, answers, w)
+    answers += [(n, _answer_code(n, source, w)) for n, source in hidden or []]
     if not answers:
         return nb
     cells = [nbformat.v4.new_markdown_cell(f"{w(ANSWERS)}\n\n{w(ANSWERS_INTRO)}")]
@@ -394,7 +382,7 @@ def answers_at_end(nb, hidden: list | None = None):
     for number, cell in sorted(answers, key=lambda a: _exercise_key(a[0])):
         if number not in seen:
             seen.add(number)
-            cells.append(nbformat.v4.new_markdown_cell(f"### {_answer_title(number)}"))
+            cells.append(nbformat.v4.new_markdown_cell(f"### {_answer_title(number, w)}"))
         cells.append(cell)
     for k, cell in enumerate(cells):  # stable ids: exporting twice writes the same file
         cell["id"] = f"answers-{k:03d}"
@@ -402,11 +390,13 @@ def answers_at_end(nb, hidden: list | None = None):
     return nb
 
 
-def reader_version(nb, values: dict, bib: dict, chapter: int | None = None, ref: str | None = None):
+def reader_version(nb, values: dict, bib: dict, chapter: int | None = None, ref: str | None = None,
+                   w: Words = ENGLISH):
     """What ``make reader-notebooks`` writes: reader Markdown, answers at the end, the
-    install cell pinned to ``ref`` (a commit) when one is given."""
+    install cell pinned to ``ref`` (a commit) when one is given, the export's own words from
+    ``w`` (``Words("zh_CN")`` for the Chinese edition)."""
     hidden = take_hidden_cells(nb)
-    nb = answers_at_end(reader_notebook(nb, values, bib, chapter), hidden)
+    nb = answers_at_end(reader_notebook(nb, values, bib, chapter, w), hidden, w)
     if ref:
         bootstrap.pin(nb, ref)
     if (nb.nbformat, nb.nbformat_minor) < (4, 5):  # cell ids are nbformat 4.5
@@ -422,7 +412,7 @@ def has_raw_myst(text: str) -> list[str]:
 
 def translated(nb, path: Path, lang: str):
     """The notebook in ``lang``: its Markdown and its print lines from the catalogs
-    (``tools/editions/translate_nb.py``, ``tools/editions/prints.py``), a cell setting BEFOREQKV_LANG after the
+    (``editions.translate_nb``, ``editions.prints``), a cell setting BEFOREQKV_LANG after the
     install cell (the first code cell)."""
     nb, _ = translate_notebook(nb, lookup_for(page_of(path), lang))
     prints.translate_notebook(nb, prints.lookup_for(path.stem, lang))  # what its code cells print
@@ -435,7 +425,7 @@ def translated(nb, path: Path, lang: str):
 
 def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reader", lang: str = "en") -> int:
     try:
-        use_language(lang)
+        words = Words(lang)
     except ValueError as err:
         print(err, file=sys.stderr)
         return 1
@@ -454,7 +444,7 @@ def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reade
             nb = nbformat.read(path, as_version=4)
             if lang != "en":
                 nb = translated(nb, path, lang)
-            nb = reader_version(nb, glue_values(run), bib, chapter_number(path), ref)
+            nb = reader_version(nb, glue_values(run), bib, chapter_number(path), ref, words)
         except MissingGlue as err:
             why = "is empty" if err.args[1:] == ("empty",) else "is missing"
             print(f"{path.name}: the value of glue {err.args[0]!r} {why} in {run}: a stale run "

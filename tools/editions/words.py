@@ -15,7 +15,7 @@ import functools
 from . import i18n
 from .paths import ROOT
 
-__all__ = ["catalog", "languages", "Words"]
+__all__ = ["catalog", "languages", "Words", "ENGLISH"]
 
 CATALOG = "editions.po"
 
@@ -46,3 +46,6 @@ class Words:
 
     def __call__(self, text: str) -> str:
         return self._catalog.get(text, text)
+
+
+ENGLISH = Words("en")
