@@ -70,3 +70,13 @@ def test_every_word_the_editions_write_is_in_each_language_s_catalog():
     for lang in words.languages():
         missing = sorted(wanted - set(words.catalog(lang)))
         assert not missing, f"locales/{lang}/editions.po lacks {missing}"
+
+
+def test_python_m_editions_lists_every_tool_of_the_package():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "editions"], capture_output=True, text=True, check=True).stdout
+    tools = {p.stem for p in (ROOT / "tools" / "editions").glob("*.py")} - {
+        "__init__", "__main__", "myst", "solutions", "book", "words", "cells", "paths"}
+    missing = sorted(t for t in tools if f"``{t}``" not in out)
+    assert not missing, f"tools/editions/__init__.py does not list {missing}"
