@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 
+from .generated import write_or_check
 from .paths import ROOT
 KEY = ROOT / "instructor" / "answers.json"
 OUT = ROOT / "src" / "beforeqkv" / "checks" / "_sealed.py"
@@ -53,14 +54,11 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = render()
-    if argv[:1] == ["--check"]:
-        if not OUT.exists() or OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is out of date: run `python -m editions.seal`", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(answers())} questions)")
+    check = argv[:1] == ["--check"]
+    if write_or_check(OUT, render(), check, "python -m editions.seal"):
+        return 1
+    if not check:
+        print(f"wrote {OUT.relative_to(ROOT)} ({len(answers())} questions)")
     return 0
 
 

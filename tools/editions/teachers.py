@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 
 from .book import chapters
+from .generated import write_or_check
 from . import assignments
 
 STARS = {1: "★", 2: "★★", 3: "★★★"}
@@ -329,14 +330,10 @@ def render(book: Path) -> str:
 def main(argv: list[str]) -> int:
     check = argv[:1] == ["--check"]
     book, out = (Path(a) for a in (argv[1:] if check else argv)[:2])
-    text = render(book)
-    if check:
-        if out.read_text(encoding="utf-8") != text:
-            print(f"{out} is out of date: run `make teachers`", file=sys.stderr)
-            return 1
-        return 0
-    out.write_text(text, encoding="utf-8")
-    print(f"wrote {out}")
+    if write_or_check(out, render(book), check, "make teachers"):
+        return 1
+    if not check:
+        print(f"wrote {out}")
     return 0
 
 
