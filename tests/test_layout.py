@@ -83,7 +83,8 @@ def test_the_build_tools_are_one_package_without_a_circle():
     from pathlib import Path
     graph = _package_imports("tools", "editions")
     assert {"editions.export_reader", "editions.assignments", "editions.myst", "editions.book"} <= set(graph)
-    upward = sorted(m for m, deps in graph.items() if "editions" in deps)
+    # __main__ (python -m editions) prints the root's guide: Python imports the root before it
+    upward = sorted(m for m, deps in graph.items() if "editions" in deps and m != "editions.__main__")
     assert not upward, upward
     _assert_no_circle(graph)
     root = Path(__file__).resolve().parents[1]

@@ -12,6 +12,7 @@ What every edition reads the same way:
 * :mod:`~editions.book`: the table of contents, chapter numbers and figure numbers (the site's
   extension, ``_ext/bqkv_site.py``, numbers figures with it too);
 * :mod:`~editions.cells`: what every edition does to cells (cleared outputs);
+* :mod:`~editions.generated`: a generated file, written or checked to be current;
 * :mod:`~editions.paths`: where the repository is.
 
 The editions, and the target that makes each:
