@@ -14,7 +14,7 @@
   button's ``.ipynb`` is the copy ``make site`` puts in ``bqkv_notebooks_dir`` of the site.
 * Figures are numbered per chapter, "Figure 5.2" for chapter 5's second figure (Sphinx
   alone counts on across the whole book when the toc is not numbered); other pages
-  number theirs from 1. tools/editions/export_reader.py numbers the reader notebooks the same way.
+  number theirs from 1. ``editions.book`` does the numbering, here and for the reader notebooks.
 * Editions: the site holds one edition per language of ``bqkv_editions`` (English at the
   root, Chinese under ``zh/``; tools/editions/i18n.py, locales/). Every page's header links to the
   same page in each other edition, by a relative URL (works offline and on any host), and
