@@ -64,6 +64,8 @@ unit: $(STAMP)
 # built from; no figure of it may miss a glyph (tools/editions/i18n.py glyphs). EXECUTE_ZH=0: English only.
 # BEFOREQKV_EXPLORERS=static: each explorer draws its (bounded) grid of settings once into
 # an HTML component that works on the static site; _build/explorers.jsonl logs their cost.
+# BEFOREQKV_LIVE_DIR=live: a live explorer (src/beforeqkv/live.py) exports its chapter's trained
+# model to ONNX beside the executed notebooks (book/live/), for the site's _static/live/.
 EXEC_ZH := _exec_zh
 EXECUTE_ZH ?= 1
 # The two editions share the cores: each chapter's independent runs stay in its own process
@@ -74,7 +76,7 @@ CELL_TIMEOUT ?= 3600
 # A run that finished writes $(EXECUTED); the targets that read the executed notebooks depend on it,
 # so after a failed or interrupted execution they run it again instead of reading half of one.
 EXECUTED := $(EXEC)/executed.ok
-NBMAKE = BEFOREQKV_CHECKS=strict BEFOREQKV_EXPLORERS=static $(if $(filter 1,$(EXECUTE_ZH)),BEFOREQKV_WORKERS=1) ../$(BIN)/python -m pytest --nbmake --overwrite book \
+NBMAKE = BEFOREQKV_CHECKS=strict BEFOREQKV_EXPLORERS=static BEFOREQKV_LIVE_DIR=live $(if $(filter 1,$(EXECUTE_ZH)),BEFOREQKV_WORKERS=1) ../$(BIN)/python -m pytest --nbmake --overwrite book \
   -q -p no:cacheprovider --durations=0 -o testpaths=book -o addopts="" --nbmake-timeout=$(CELL_TIMEOUT)
 execute: $(STAMP)
 	@rm -rf $(EXEC) $(EXEC_ZH) && mkdir -p $(EXEC) _build && rm -f _build/explorers*.jsonl _build/execute-*
@@ -123,9 +125,20 @@ site: site-src site-en site-zh
 define site_copy
 	@rm -rf $(2) && mkdir -p $(2)
 	@cp -r $(1)/book _config.yml _toc.yml _ext $(2)/ && cp book/*.md book/*.bib $(2)/book/
-	@rm -rf $(2)/book/_static && cp -r book/_static $(2)/book/_static
-	@cp -r _build/vendor/mathjax $(2)/book/_static/mathjax
+	$(call static_files,$(2)/book)
 	$(BIN)/python -m editions.site_solutions $(2)/book
+endef
+
+# $(call static_files,BOOK): BOOK/_static from book/_static, the vendored scripts (MathJax;
+# onnxruntime-web in _static/ort/ with its licence) and the live explorers' models, which the
+# execution wrote to BOOK/live (BEFOREQKV_LIVE_DIR, src/beforeqkv/live.py) -> _static/live/.
+define static_files
+	@rm -rf $(1)/_static && cp -r book/_static $(1)/_static
+	@cp -r _build/vendor/mathjax $(1)/_static/mathjax
+	@mkdir -p $(1)/_static/ort && cp _build/vendor/onnxruntime-web/dist/ort*.js _build/vendor/onnxruntime-web/dist/*.mjs \
+	  _build/vendor/onnxruntime-web/dist/*.wasm _build/vendor/onnxruntime-web/LICENSE \
+	  _build/vendor/onnxruntime-web/NOTICE _build/vendor/onnxruntime-web/VERSION $(1)/_static/ort/
+	@if [ -d $(1)/live ]; then mv $(1)/live $(1)/_static/live; fi
 endef
 
 # The reader notebooks of both editions (what the buttons open): dist/reader, dist/reader/zh.
@@ -296,8 +309,7 @@ book-students: $(STAMP) vendor | $(EXECUTED)
 	@rm -rf _exec_students && mkdir -p _exec_students
 	@cp -r $(EXEC)/book _config.yml _toc.yml _ext _exec_students/ && cp book/*.md book/*.bib _exec_students/book/
 	$(BIN)/python -m editions.i18n config --lang en --only _config.yml _exec_students/_config.yml
-	@rm -rf _exec_students/book/_static && cp -r book/_static _exec_students/book/_static
-	@cp -r _build/vendor/mathjax _exec_students/book/_static/mathjax
+	$(call static_files,_exec_students/book)
 	$(BIN)/python -m editions.student --site _exec_students/book
 	@rm -rf _build/html-students
 	$(BIN)/jupyter-book build _exec_students --path-output _build/students $(JB_FLAGS)

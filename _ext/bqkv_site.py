@@ -107,6 +107,16 @@ def _clean(app, pagename, templatename, context, doctree):
         files[:] = kept
 
 
+def _live_explorers(app, pagename, templatename, context, doctree):
+    """A page with a live explorer (src/beforeqkv/live.py) loads its script, and no other page.
+
+    The script is small; it fetches onnxruntime-web and the model only when the reader
+    touches an explorer.
+    """
+    if 'class="bqkv-live"' in (context.get("body") or ""):
+        app.add_js_file("bqkv-live.js", defer="defer")
+
+
 def repository(app) -> tuple[str, str]:
     """(org, repo) of the GitHub repository named in _config.yml's ``repository.url``."""
     url = app.config.html_theme_options.get("repository_url", "").rstrip("/")
@@ -410,6 +420,7 @@ def setup(app):
     app.add_search_language(ChineseSearch)
     # Before pydata-sphinx-theme drops the header components that render empty (priority 500).
     app.connect("html-page-context", _language_switch, priority=400)
+    app.connect("html-page-context", _live_explorers, priority=500)
     app.connect("html-page-context", _clean, priority=900)
     app.connect("html-page-context", _reader_buttons, priority=900)
     app.connect("env-get-updated", _number_figures_per_chapter, priority=900)

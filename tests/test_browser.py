@@ -152,3 +152,94 @@ def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
     assert frozen_report["controls"][0]["changed"] == 0
     dark = {x["id"]: x["ratio"] for x in reversed(r["contrast"]["dark"])}   # the lowest per explorer
     assert dark["bqkv-explorer-frozen"] < 1.5 and min(x["ratio"] for x in r["contrast"]["light"]) >= 4.5
+
+
+# --- live explorers (src/beforeqkv/live.py, book/_static/bqkv-live.js) -------------------------
+LIVE_PAGES = [f"{edition}book/{chapter}.html" for edition in ("", "zh/")
+              for chapter in ("01_squished_memory", "08_transformer")]
+BAD_INPUT = {"recall": ["12:3 12:4", "12-3", "64:1", " "], "prompt": ["", "héllo wörld"]}
+
+
+@pytest.fixture(scope="module")
+def live_report(site):
+    if not browser.find_chromium():
+        pytest.fail("no Chromium: apt-get install -y chromium (.ci/run installs it)")
+    return {page: browser.check_live(site, page, BAD_INPUT, SHOTS) for page in LIVE_PAGES}
+
+
+def _close(got, want):
+    return len(got) == len(want) and max(abs(a - b) for a, b in zip(got, want)) <= 1e-5
+
+
+@pytest.mark.parametrize("page", LIVE_PAGES)
+def test_live_explorer_gives_pytorchs_numbers_in_the_browser(live_report, page):
+    """The chapter's trained model, exported when the book was executed, run by onnxruntime-web
+    on fixed inputs typed as a reader would: PyTorch's weights and logits within 1e-5, and for a
+    prompt PyTorch's greedy continuation."""
+    explorers = live_report[page]["explorers"]
+    assert len(explorers) == 1, f"{page}: {len(explorers)} live explorers"
+    for ex in explorers:
+        assert len(ex["fixtures"]) >= 3
+        for fixture, got in ex["fixtures"]:
+            assert got["state"] == "ready", f"{page}: {fixture}: {got['status']}"
+            r = got["result"]
+            assert _close(r["logits"], fixture["logits"]), f"{page}: logits"
+            if ex["kind"] == "recall":
+                assert _close(r["weights"], fixture["weights"]), f"{page}: weights"
+            else:
+                assert len(r["weights"]) == len(fixture["weights"]) >= 2
+                assert all(_close(a, b) for a, b in zip(r["weights"], fixture["weights"])), page
+                assert r["sample"] == fixture["greedy"], f"{page}: {fixture['prompt']!r}"
+
+
+@pytest.mark.parametrize("page", LIVE_PAGES)
+def test_live_explorer_fetches_nothing_before_a_touch_and_answers_within_a_second(live_report, page):
+    r = live_report[page]
+    assert r["before"] == [], f"{page} fetched the runtime or a model before any touch: {r['before']}"
+    assert r["bytes_after"] > r["bytes_before"] + 10_000_000     # the runtime came when used
+    for ex in r["explorers"]:
+        later = [got["result"]["ms"] for _, got in ex["fixtures"][1:]]   # the model is loaded
+        assert max(later) <= 1000, f"{page}: {later} ms"
+    assert not r["problems"], f"{page}: " + "\n".join(r["problems"])
+
+
+@pytest.mark.parametrize("page", LIVE_PAGES)
+def test_live_explorer_refuses_bad_input_in_the_words_python_uses(live_report, page):
+    from beforeqkv import i18n, live
+    i18n.set_language("zh_CN" if page.startswith("zh/") else "en")
+    try:
+        for ex in live_report[page]["explorers"]:
+            assert len(ex["bad"]) == len(BAD_INPUT[ex["kind"]])
+            for text, status in ex["bad"]:
+                with pytest.raises(ValueError) as err:
+                    if ex["kind"] == "recall":
+                        live.parse_pairs(text)
+                    else:
+                        live.encode_prompt(text, ex["spec"]["chars"], ex["spec"]["n_ctx"])
+                assert status == str(err.value), f"{page}: {text!r}"
+    finally:
+        i18n.set_language(None)
+
+
+@pytest.mark.parametrize("page", LIVE_PAGES)
+def test_live_explorer_works_by_touch_on_a_phone_and_by_keyboard(live_report, page):
+    for ex in live_report[page]["explorers"]:
+        phone = ex["phone"]
+        assert phone["state"] == "ready", phone["status"]
+        assert phone["width"] <= browser.PHONE, f"{page}: {phone['width']} px wide on a phone"
+        keys = ex["keyboard"]
+        assert keys["focused"] in ("SELECT", "TEXTAREA"), "Tab does not reach the explorer's first control"
+        assert keys["state"] == "ready", keys["status"]
+
+
+@pytest.mark.parametrize("page", LIVE_PAGES)
+def test_without_webassembly_the_live_explorer_says_so_and_the_figures_stay(live_report, page):
+    from beforeqkv import i18n, live
+    r = live_report[page]
+    i18n.set_language("zh_CN" if page.startswith("zh/") else "en")
+    try:
+        said = live.Recall.words()["no_wasm"]
+    finally:
+        i18n.set_language(None)
+    assert [s["state"] for s in r["no_wasm"]] == ["off"] and r["no_wasm"][0]["status"] == said
+    assert r["no_wasm_static_figures"] >= 1

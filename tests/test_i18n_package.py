@@ -257,6 +257,8 @@ def _explorer_calls():
                 if kw.arg == "description":
                     description = ast.literal_eval(kw.value)
                     continue
+                if kw.arg == "live":       # beforeqkv.live: its words are its own (live.words())
+                    continue
                 try:
                     controls[kw.arg] = ast.literal_eval(kw.value)
                 except ValueError:

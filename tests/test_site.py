@@ -61,6 +61,27 @@ def test_mathjax_is_served_from_the_site_at_the_pinned_version(site):
     assert (site / "_static" / "favicon.svg").is_file()
 
 
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_onnxruntime_web_is_served_from_the_site_with_its_licence(site, edition):
+    """The live explorers' runtime: the pinned release, its licence and notice beside it, and
+    the chapter's exported models; only the pages with a live explorer load the script."""
+    import vendor
+    version, integrity, _ = vendor.PINS["onnxruntime-web"]
+    ort = site / edition / "_static" / "ort"
+    assert (ort / "VERSION").read_text() == f"{version} {integrity}"
+    for name in ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"):
+        assert (ort / name).is_file(), name
+    assert "MIT License" in (ort / "LICENSE").read_text() and "ThirdPartyNotices" in (ort / "NOTICE").read_text()
+    assert f'var ORT_VERSION = "{version}"' in (site / edition / "_static" / "bqkv-live.js").read_text()
+    live = site / edition / "_static" / "live"
+    assert sorted(p.name for p in live.iterdir()) == [
+        "ch01-recall-n16.onnx", "ch01-recall-n2.onnx", "ch01-recall-n32.onnx", "ch01-recall-n4.onnx",
+        "ch01-recall-n8.onnx", "ch01-recall.json", "ch08-prompt.json", "ch08-prompt.onnx"]
+    with_script = sorted(p.stem for p in (site / edition / "book").glob("*.html")
+                         if "bqkv-live.js" in p.read_text("utf-8"))
+    assert with_script == ["01_squished_memory", "08_transformer"]
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_explorers_are_static_components_not_blank_widgets(site, chapter):
     html = page(site, chapter)

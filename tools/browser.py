@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urljoin
 
 from playwright.sync_api import sync_playwright
 
@@ -297,6 +298,147 @@ def check_site(html_dir, shots_dir=None, pages=None):
     finally:
         server.shutdown()
     return report
+
+
+# A live explorer (book/_static/bqkv-live.js): wait until the input just given has been run
+# (every key of ``want`` is in its result), or refused.
+_LIVE_DONE = """([i, want]) => {
+  const box = document.querySelectorAll('.bqkv-live')[i], r = box.bqkvResult;
+  if (box.dataset.state === 'error' || box.dataset.state === 'off') return true;
+  return box.dataset.state === 'ready' && !!r && Object.keys(want).every(k => r[k] === want[k]);
+}"""
+_LIVE_STATE = """i => { const box = document.querySelectorAll('.bqkv-live')[i];
+  return {state: box.dataset.state, result: box.bqkvResult || null,
+          status: (box.querySelector('.bqkv-live-status') || {}).textContent || ''}; }"""
+_LIVE_SETTLED = """i => ['ready', 'error'].includes(document.querySelectorAll('.bqkv-live')[i].dataset.state)"""
+_SLIDE = """(el, value) => { el.value = String(value); el.dispatchEvent(new Event('input')); }"""
+_LIVE_ASSETS = re.compile(r"/_static/(ort|live)/")
+# Where the reader types: the pairs (chapter 1), the prompt (chapter 8)
+TYPED = "input[type=text], textarea"
+
+
+def _live_input(page, i, fixture):
+    """Give live explorer ``i`` a fixture's input as a reader would (choose, slide, type), and
+    read back what it computed: {state, result, status}. A prompt runs at temperature 0 for
+    the fixture's greedy continuation."""
+    box = page.locator(".bqkv-live").nth(i)
+    if "pairs" in fixture:                            # chapter 1: a model, a query, the pairs
+        box.locator("select").select_option(str(fixture["n"]))
+        box.locator("input[type=number]").fill(str(fixture["query"]))
+        box.locator("input[type=text]").fill(fixture["pairs"])
+        want = {k: fixture[k] for k in ("n", "pairs", "query")}
+    else:                                             # chapter 8: temperature, length, prompt
+        sliders = box.locator("input[type=range]")
+        sliders.nth(0).evaluate(_SLIDE, 0)
+        sliders.nth(1).evaluate(_SLIDE, len(fixture["greedy"]))
+        box.locator("textarea").fill(fixture["prompt"])
+        want = {"prompt": fixture["prompt"], "temperature": 0, "n_chars": len(fixture["greedy"])}
+    page.wait_for_function(_LIVE_DONE, arg=[i, want], timeout=60_000)
+    return page.evaluate(_LIVE_STATE, i)
+
+
+def _stem(page):
+    return page[:-5].replace("/", "_")
+
+
+def check_live(html_dir, page, bad_inputs=None, shots_dir=None):
+    """Every live explorer on ``page``, in headless Chromium as a reader uses it.
+
+    ``bad_inputs``: {kind: [typed texts the explorer must refuse]}. Returns {"before":
+    requests for the runtime or a model before any touch, "bytes_before", "bytes_after":
+    what the page fetched before and after using the explorers, "first_touch_s": [seconds
+    from the first touch to the first answer, per explorer], "explorers": [{"kind",
+    "fixtures": [(fixture, {state, result, status})], "bad": [(input, status)], "phone":
+    {state, result, status, width}, "keyboard": {..., focused}}], "no_wasm": [state per
+    explorer], "no_wasm_static_figures", "problems": [...]}. The fixtures are the PyTorch
+    outputs the execution wrote beside each model (_static/live/NAME.json). Screenshots of
+    each explorer in use (1280 and 390 px) go to ``shots_dir``.
+    """
+    import json
+    html_dir, bad_inputs = Path(html_dir), bad_inputs or {}
+    binary = find_chromium()
+    if not binary:
+        raise RuntimeError("no chromium found: apt-get install -y chromium")
+    if shots_dir:
+        Path(shots_dir).mkdir(parents=True, exist_ok=True)
+    server, base = serve(html_dir)
+    out = {"explorers": [], "problems": [], "first_touch_s": []}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=binary, headless=True)
+            tab = _tab(browser.new_context(viewport={"width": DESKTOP, "height": 900}), base)
+            fetched = []
+            tab[0].on("requestfinished", lambda r: fetched.append((r.url, r.sizes()["responseBodySize"])))
+            page_ = _visit(tab, f"{base}/{page}")
+            out["before"] = [u for u, _ in fetched if _LIVE_ASSETS.search(u)]
+            out["bytes_before"] = sum(n for _, n in fetched)
+            boxes = page_.locator(".bqkv-live")
+            for i in range(boxes.count()):       # the first touch: the runtime and the model load
+                t0 = time.monotonic()
+                boxes.nth(i).locator("select, textarea").first.focus()
+                page_.wait_for_function(_LIVE_SETTLED, arg=i, timeout=60_000)
+                out["first_touch_s"].append(round(time.monotonic() - t0, 2))
+            here = page_.evaluate("document.documentElement.dataset.content_root")
+            for i in range(boxes.count()):
+                kind = boxes.nth(i).get_attribute("data-kind")
+                spec = json.loads(boxes.nth(i).locator("script.bqkv-live-spec").text_content())
+                where = urljoin(page, f"{here}_static/live/{spec['name']}.json")
+                fixtures = json.loads((html_dir / where).read_text("utf-8"))["fixtures"]
+                ran = [(f, _live_input(page_, i, f)) for f in fixtures]
+                bad = []
+                for text in bad_inputs.get(kind, ()):
+                    boxes.nth(i).locator(TYPED).fill(text)
+                    page_.wait_for_function("i => document.querySelectorAll('.bqkv-live')[i]"
+                                            ".dataset.state === 'error'", arg=i, timeout=10_000)
+                    bad.append((text, page_.evaluate(_LIVE_STATE, i)["status"]))
+                out["explorers"].append({"kind": kind, "spec": spec, "fixtures": ran, "bad": bad})
+                _live_input(page_, i, fixtures[0])
+                if shots_dir:
+                    boxes.nth(i).screenshot(path=Path(shots_dir) / f"{_stem(page)}-live{i + 1}-desktop.png")
+            out["bytes_after"] = sum(n for _, n in fetched)
+            out["problems"] += tab[1]
+            # a phone: touch where the reader types, then type; the page stays as wide as the screen
+            ptab = _tab(browser.new_context(viewport={"width": PHONE, "height": 800}, is_mobile=True,
+                                            has_touch=True), base)
+            pp = _visit(ptab, f"{base}/{page}")
+            for i in range(boxes.count()):
+                pp.locator(".bqkv-live").nth(i).locator(TYPED).tap()
+                r = _live_input(pp, i, out["explorers"][i]["fixtures"][0][0])
+                r["width"] = pp.evaluate("document.documentElement.scrollWidth")
+                out["explorers"][i]["phone"] = r
+                if shots_dir:
+                    pp.locator(".bqkv-live").nth(i).screenshot(
+                        path=Path(shots_dir) / f"{_stem(page)}-live{i + 1}-phone.png")
+            out["problems"] += ptab[1]
+            # the keyboard alone: Tab into the explorer's first control, then change it by key
+            ktab = _tab(browser.new_context(viewport={"width": DESKTOP, "height": 900}), base)
+            kp = _visit(ktab, f"{base}/{page}")
+            for i in range(boxes.count()):
+                kp.evaluate("i => { const b = document.querySelectorAll('.bqkv-live')[i];"
+                            " const t = document.createElement('a'); t.href = '#';"
+                            " b.parentNode.insertBefore(t, b); t.focus(); }", i)
+                kp.keyboard.press("Tab")
+                focused = kp.evaluate("document.activeElement.tagName")
+                kp.keyboard.press("ArrowUp" if focused == "SELECT" else "End")
+                if focused != "SELECT":
+                    kp.keyboard.type("e")
+                kp.wait_for_function(_LIVE_SETTLED, arg=i, timeout=60_000)
+                r = kp.evaluate(_LIVE_STATE, i)
+                r["focused"] = focused
+                out["explorers"][i]["keyboard"] = r
+            out["problems"] += ktab[1]
+            # no WebAssembly: the explorer says so, and the precomputed figures stay
+            off = browser.new_context(viewport={"width": DESKTOP, "height": 900})
+            off.add_init_script("delete window.WebAssembly;")
+            otab = _tab(off, base)
+            op = _visit(otab, f"{base}/{page}")
+            out["no_wasm"] = [op.evaluate(_LIVE_STATE, i) for i in range(boxes.count())]
+            out["no_wasm_static_figures"] = op.locator(".bqkv-explorer img.bqkv-figure").count()
+            out["problems"] += otab[1]
+            browser.close()
+    finally:
+        server.shutdown()
+    return out
 
 
 def main(argv):

@@ -20,6 +20,12 @@ from pathlib import Path
 
 # name -> (version, npm "integrity", files to keep: prefixes inside the tarball's package/)
 PINS = {
+    "onnxruntime-web": (
+        "1.30.0",
+        "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ==",
+        # the live explorers (book/_static/bqkv-live.js): the WebAssembly build only, one thread
+        ("dist/ort.wasm.min.js", "dist/ort-wasm-simd-threaded.mjs", "dist/ort-wasm-simd-threaded.wasm"),
+    ),
     "mathjax": (
         "3.2.2",
         "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
@@ -30,6 +36,9 @@ PINS = {
     ),
 }
 REGISTRY = "https://registry.npmjs.org"
+# A tarball without its licence gets ours beside it: name -> files in tools/licenses/
+LICENSES = {"onnxruntime-web": ("onnxruntime-web.LICENSE", "onnxruntime-web.NOTICE")}
+HERE = Path(__file__).resolve().parent
 
 
 def integrity_of(data: bytes) -> str:
@@ -86,6 +95,8 @@ def main(dest: str) -> int:
         if stamp.exists() and stamp.read_text() == f"{version} {expected}":
             continue
         n = unpack(tgz, keep, out)
+        for extra in LICENSES.get(name, ()):
+            shutil.copyfile(HERE / "licenses" / extra, out / extra.split(".", 1)[1])
         stamp.write_text(f"{version} {expected}")
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         print(f"== vendored {name}@{version}: {n} files, {size / 1e6:.1f} MB in {out}")

@@ -6,9 +6,18 @@ import math
 import torch
 
 
+def _traced_size(val) -> bool:
+    """A tensor's size while torch traces a model for ONNX (beforeqkv.live): a 0-dim integer
+    tensor standing for an int, so the exported graph keeps the size as a variable."""
+    return (torch.jit.is_tracing() and isinstance(val, torch.Tensor) and val.dim() == 0
+            and not val.is_floating_point())
+
+
 def check_positive(**kwargs) -> None:
     """Raise ValueError unless every keyword is a positive int (bools are rejected)."""
     for name, val in kwargs.items():
+        if _traced_size(val):
+            continue
         if not isinstance(val, int) or isinstance(val, bool) or val < 1:
             raise ValueError(f"{name} must be a positive int, got {val!r}")
 

@@ -18,6 +18,7 @@ import inspect
 import os
 from typing import Callable
 
+from .live import LIVE_DIR_ENV
 from ._explorer_static import StaticExplorer, _check, _check_description, _figure_or_raise
 
 __all__ = ["explorer", "static_explorer", "StaticExplorer", "MAX_FIGURES", "MODE_ENV", "MAX_ENV"]
@@ -38,7 +39,7 @@ def _ipywidgets():
     return ipywidgets
 
 
-def explorer(plot_fn: Callable, description: str | None = None, **controls):
+def explorer(plot_fn: Callable, description: str | None = None, live=None, **controls):
     """Re-draw ``plot_fn(**values)`` whenever a control changes.
 
     Each control is an ipywidgets widget or an abbreviation understood by
@@ -49,6 +50,13 @@ def explorer(plot_fn: Callable, description: str | None = None, **controls):
     ``plot_fn``'s docstring. Returns the live widget, or a :class:`StaticExplorer`
     when the environment variable ``BEFOREQKV_EXPLORERS`` is ``static`` (see
     :func:`static_explorer`).
+
+    ``live``: a live explorer of :mod:`beforeqkv.live` over the chapter's own model and
+    the reader's own input, shown above the controls: in Jupyter its widget, on the site
+    its component, which computes in the reader's browser (the static figures stay below
+    it, for a browser without WebAssembly). The component is made only where
+    ``BEFOREQKV_LIVE_DIR`` names a folder for the exported model (``make execute`` does);
+    any other static run shows the static explorer alone.
     """
     _check(plot_fn, controls)
     _check_description(description)
@@ -57,8 +65,11 @@ def explorer(plot_fn: Callable, description: str | None = None, **controls):
         budget = os.environ.get(MAX_ENV, "").strip()
         if budget and not budget.isdigit():
             raise ValueError(f"{MAX_ENV}={budget!r}: use a positive integer")
-        return static_explorer(plot_fn, controls, int(budget) if budget else MAX_FIGURES,
-                               description=description)
+        static = static_explorer(plot_fn, controls, int(budget) if budget else MAX_FIGURES,
+                                 description=description)
+        if live is None or not os.environ.get(LIVE_DIR_ENV, "").strip():
+            return static       # no folder for the model's files: a run outside the site build
+        return _WithLive(live, static)
     if mode != "live":
         raise ValueError(f"{MODE_ENV}={mode!r}: use 'live' or 'static'")
     w = _ipywidgets()
@@ -73,7 +84,21 @@ def explorer(plot_fn: Callable, description: str | None = None, **controls):
     show.__signature__ = inspect.Signature(params)
     ui = w.interactive(show, **controls)
     ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
-    return ui
+    return ui if live is None else w.VBox([live.widget(), ui])
+
+
+class _WithLive:
+    """The site's live component above a static explorer's figures (its fallback)."""
+
+    def __init__(self, live, static):
+        self.live, self.static = live, static
+        live.export()
+
+    def _repr_html_(self):
+        return self.live.html(fallback=self.static._repr_html_())
+
+    def __repr__(self):
+        return f"{self.live!r} above {self.static!r}"
 
 
 def static_explorer(plot_fn: Callable, controls: dict, max_figures: int = MAX_FIGURES,

@@ -1,0 +1,402 @@
+/* Live explorers (beforeqkv.live): a chapter's own trained model, run in the reader's browser.
+ *
+ * Each <div class="bqkv-live"> holds a JSON spec written when the book was executed. Nothing
+ * is fetched until the reader touches the explorer; then onnxruntime-web (served by the site,
+ * _static/ort/, single-threaded WebAssembly) and the chapter's ONNX model (_static/live/) load
+ * once, and every change of input runs the model again. The last result is kept on the element
+ * (el.bqkvResult) and its state in data-state: idle, loading, ready, error, off.
+ * Two kinds: "recall" (chapter 1: typed key:value pairs and a query) and "prompt" (chapter 8:
+ * a typed prompt, continued by the character GPT). The input rules mirror beforeqkv.live;
+ * tests/test_browser.py holds the numbers to PyTorch's.
+ */
+(function () {
+  "use strict";
+  var ORT_VERSION = "1.30.0";
+  // the site's root as an absolute URL (onnxruntime resolves its paths from its own script)
+  var root = new URL(document.documentElement.dataset.content_root ||
+                     (window.DOCUMENTATION_OPTIONS && DOCUMENTATION_OPTIONS.URL_ROOT) || "./",
+                     document.baseURI).href;
+  var runtime = null;         // a promise of the ort global
+  var sessions = {};          // file -> promise of an InferenceSession
+
+  function fill(text, values) {
+    return text.replace(/\{(\w+)(!r)?\}/g, function (m, key, quoted) {
+      if (!(key in values)) return m;
+      return quoted ? "'" + values[key] + "'" : String(values[key]);
+    });
+  }
+
+  function loadRuntime() {
+    if (runtime) return runtime;
+    runtime = new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = root + "_static/ort/ort.wasm.min.js";
+      s.onload = function () {
+        var ort = window.ort;
+        if (!ort || ort.env.versions.common !== ORT_VERSION) {
+          reject(new Error("onnxruntime-web " + ORT_VERSION + " did not load"));
+          return;
+        }
+        ort.env.wasm.wasmPaths = root + "_static/ort/";
+        ort.env.wasm.numThreads = 1;   // no cross-origin isolation on a static host
+        ort.env.wasm.proxy = false;
+        resolve(ort);
+      };
+      s.onerror = function () { reject(new Error("could not fetch " + s.src)); };
+      document.head.appendChild(s);
+    });
+    return runtime;
+  }
+
+  // run(file, function (ort) { return feeds; }): a promise of the outputs
+  function run(file, feeds) {
+    return loadRuntime().then(function (ort) {
+      if (!sessions[file]) {
+        sessions[file] = ort.InferenceSession.create(root + "_static/live/" + file,
+                                                     {executionProviders: ["wasm"]});
+      }
+      return sessions[file].then(function (s) { return s.run(feeds(ort)); });
+    });
+  }
+
+  function int64(list, dims, ort) {
+    return new ort.Tensor("int64", BigInt64Array.from(list.map(function (x) { return BigInt(x); })), dims);
+  }
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    for (var a in attrs) node.setAttribute(a, attrs[a]);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  var SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, text) {
+    var node = document.createElementNS(SVG, tag);
+    for (var a in attrs) node.setAttribute(a, attrs[a]);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function labelled(text, control) {
+    var label = el("label", {}, text + " ");
+    label.appendChild(control);
+    return label;
+  }
+
+  // viridis at a few stops, linearly mixed: the colour map of the book's heatmaps
+  var VIRIDIS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  function colour(x) {
+    var t = Math.max(0, Math.min(1, x)) * (VIRIDIS.length - 1), i = Math.min(Math.floor(t), VIRIDIS.length - 2);
+    var f = t - i, a = VIRIDIS[i], b = VIRIDIS[i + 1];
+    return "rgb(" + [0, 1, 2].map(function (c) { return Math.round(a[c] + f * (b[c] - a[c])); }).join(",") + ")";
+  }
+
+  function softmax(xs, temperature) {
+    var t = temperature > 0 ? temperature : 1e-6;
+    var m = Math.max.apply(null, xs), e = xs.map(function (x) { return Math.exp((x - m) / t); });
+    var z = e.reduce(function (a, b) { return a + b; }, 0);
+    return e.map(function (x) { return x / z; });
+  }
+
+  function argmax(xs) {
+    var best = 0;
+    for (var i = 1; i < xs.length; i++) if (xs[i] > xs[best]) best = i;
+    return best;
+  }
+
+  // mulberry32: a small seeded generator, so "seed" gives the same sample twice on a page
+  function generator(seed) {
+    var a = seed >>> 0;
+    return function () {
+      a = (a + 0x6D2B79F5) >>> 0;
+      var t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  /* ---------------------------------------------------------------- chapter 1: recall */
+
+  // The rules of beforeqkv.live.parse_pairs; an Error whose message is in the page's words.
+  function parsePairs(text, spec) {
+    var e = spec.words.errors, keys = [], values = [];
+    var items = text.replace(/,/g, " ").split(/\s+/).filter(Boolean);
+    for (var i = 0; i < items.length; i++) {
+      var m = /^(\d+):(\d+)$/.exec(items[i]);
+      if (!m) throw new Error(fill(e.pair, {item: items[i]}));
+      var k = parseInt(m[1], 10), v = parseInt(m[2], 10);
+      if (k >= spec.n_keys || v >= spec.n_values) {
+        throw new Error(fill(e.range, {item: items[i], k: spec.n_keys - 1, v: spec.n_values - 1}));
+      }
+      if (keys.indexOf(k) >= 0) throw new Error(fill(e.twice, {k: k}));
+      keys.push(k); values.push(v);
+    }
+    if (!keys.length) throw new Error(e.empty);
+    return {keys: keys, values: values};
+  }
+
+  // One row of cells, one per stored pair, its weight as colour and (when it fits) as a number.
+  function drawRow(figure, spec, input, query, weights, logits) {
+    var n = input.keys.length, cell = Math.max(9, Math.min(48, Math.floor(560 / n)));
+    var width = n * cell + 2, height = cell + 20, small = cell < 30;
+    var s = svg("svg", {viewBox: "0 0 " + width + " " + height, width: "100%", role: "img",
+                        style: "max-width:" + width + "px;display:block"});
+    s.appendChild(svg("title", {}, spec.words.weights + ": " +
+                      weights.map(function (w) { return w.toFixed(2); }).join(", ")));
+    for (var j = 0; j < n; j++) {
+      var x = 1 + j * cell;
+      s.appendChild(svg("rect", {x: x, y: 1, width: cell, height: cell, fill: colour(weights[j])}));
+      if (!small) {
+        s.appendChild(svg("text", {x: x + cell / 2, y: cell / 2 + 5, "text-anchor": "middle", "font-size": 11,
+                                   fill: weights[j] > 0.6 ? "#000" : "#fff"}, weights[j].toFixed(2)));
+        s.appendChild(svg("text", {x: x + cell / 2, y: cell + 14, "text-anchor": "middle", "font-size": 10,
+                                   fill: "currentColor"}, input.keys[j] + ":" + input.values[j]));
+      }
+      if (input.keys[j] === query) {
+        s.appendChild(svg("rect", {x: x + 1, y: 2, width: cell - 2, height: cell - 2, fill: "none",
+                                   stroke: "red", "stroke-width": 2.5}));
+      }
+    }
+    var probs = softmax(logits, 1), best = argmax(probs), at = input.keys.indexOf(query);
+    var said = fill(spec.words.answer, {v: best, p: probs[best].toFixed(2),
+                                        truth: at >= 0 ? fill(spec.words.truth, {v: input.values[at]})
+                                                       : spec.words.absent});
+    figure.replaceChildren(el("p", {"class": "bqkv-live-caption"}, spec.words.weights), s,
+                           el("p", {"class": "bqkv-live-answer"}, said));
+  }
+
+  function recall(box, spec, panel, go) {
+    var w = spec.words;
+    var model = el("select", {"aria-label": w.model});
+    spec.models.forEach(function (n) {
+      var o = el("option", {value: n}, String(n));
+      if (n === spec.start) o.selected = true;
+      model.appendChild(o);
+    });
+    var pairs = el("input", {type: "text", value: spec.pairs, size: 28, spellcheck: "false",
+                             autocomplete: "off", "aria-label": w.pairs});
+    var query = el("input", {type: "number", min: 0, max: spec.n_keys - 1, value: spec.query,
+                             "aria-label": w.query, style: "width:4.5em"});
+    var count = el("input", {type: "range", min: 1, max: spec.n_keys, value: 8, "aria-label": w.count});
+    var shown = el("output", {}, "8");
+    var random = el("button", {type: "button"}, w.random);
+    var more = labelled(w.count, count);
+    more.appendChild(shown);
+    panel.controls.append(labelled(w.model, model), labelled(w.pairs, pairs), labelled(w.query, query),
+                          more, random);
+    function compute() {
+      var input = parsePairs(pairs.value, spec), q = parseInt(query.value, 10);
+      if (!(q >= 0 && q < spec.n_keys)) throw new Error(fill(w.errors.query, {k: spec.n_keys - 1}));
+      var n = parseInt(model.value, 10), text = pairs.value;
+      return run(spec.files[model.value], function (ort) {
+        return {keys: int64(input.keys, [1, input.keys.length], ort),
+                values: int64(input.values, [1, input.values.length], ort), query: int64([q], [1], ort)};
+      }).then(function (out) {
+        var weights = Array.from(out.weights.data), logits = Array.from(out.logits.data);
+        return {draw: function () { drawRow(panel.figure, spec, input, q, weights, logits); },
+                result: {n: n, pairs: text, query: q, weights: weights, logits: logits}};
+      });
+    }
+    model.addEventListener("change", function () { go(compute); });
+    pairs.addEventListener("input", function () { go(compute); });
+    query.addEventListener("input", function () { go(compute); });
+    count.addEventListener("input", function () { shown.textContent = count.value; });
+    random.addEventListener("click", function () {
+      var keys = [], out = [], k;
+      while (keys.length < parseInt(count.value, 10)) {
+        k = Math.floor(Math.random() * spec.n_keys);
+        if (keys.indexOf(k) < 0) keys.push(k);
+      }
+      keys.forEach(function (key) { out.push(key + ":" + Math.floor(Math.random() * spec.n_values)); });
+      pairs.value = out.join(" ");
+      query.value = keys[Math.floor(Math.random() * keys.length)];
+      go(compute);
+    });
+    return {controls: [model, pairs, query, count, random], compute: compute};
+  }
+
+  /* ---------------------------------------------------------------- chapter 8: prompt */
+
+  function encode(text, spec) {
+    var e = spec.words.errors, unknown = [], ids = [];
+    if (!text.length) throw new Error(e.empty);
+    Array.from(text).forEach(function (c) {
+      var i = spec.chars.indexOf(c);
+      if (i < 0 && unknown.indexOf(c) < 0) unknown.push(c);
+      ids.push(i);
+    });
+    if (unknown.length) {
+      unknown.sort();
+      throw new Error(fill(e.unknown, {chars: unknown.map(function (c) { return "'" + c + "'"; }).join(" ")}));
+    }
+    return ids.slice(-spec.n_ctx);
+  }
+
+  function forward(spec, ids) {
+    return run(spec.files.model, function (ort) { return {tokens: int64(ids, [1, ids.length], ort)}; })
+      .then(function (out) {
+        var v = spec.chars.length, t = ids.length, logits = out.logits.data;
+        var weights = [];
+        for (var l = 0; l < spec.n_layers; l++) weights.push(Array.from(out["weights" + l].data));
+        return {last: Array.from(logits.slice((t - 1) * v, t * v)), weights: weights};
+      });
+  }
+
+  // Characters after the prompt, one forward pass each over the last n_ctx characters.
+  // current(): false once a newer input has come, which stops this one.
+  function continueText(spec, ids, n, temperature, seed, current) {
+    var random = generator(seed), out = [];
+    function step(context) {
+      if (out.length >= n || !current()) return Promise.resolve(out.join(""));
+      return forward(spec, context).then(function (r) {
+        var next;
+        if (temperature <= 0) next = argmax(r.last);
+        else {
+          var p = softmax(r.last, temperature), u = random(), acc = 0;
+          next = p.length - 1;
+          for (var i = 0; i < p.length; i++) { acc += p[i]; if (u < acc) { next = i; break; } }
+        }
+        out.push(spec.chars[next]);
+        return step(context.concat([next]).slice(-spec.n_ctx));
+      });
+    }
+    return step(ids);
+  }
+
+  var SHOWN = {" ": "\u2423", "\n": "\u21b5"};
+  function drawPrompt(figure, spec, text, r, temperature, sample) {
+    var w = spec.words, probs = softmax(r.last, temperature);
+    var order = probs.map(function (p, i) { return i; }).sort(function (a, b) { return probs[b] - probs[a]; }).slice(0, 12);
+    var bars = svg("svg", {viewBox: "0 0 360 130", width: "100%", role: "img", style: "max-width:360px;display:block"});
+    bars.appendChild(svg("title", {}, w.next));
+    order.forEach(function (i, k) {
+      var h = 90 * probs[i] / probs[order[0]];
+      bars.appendChild(svg("rect", {x: 4 + k * 30, y: 105 - h, width: 24, height: h, fill: "#1f77b4"}));
+      bars.appendChild(svg("text", {x: 16 + k * 30, y: 120, "text-anchor": "middle", "font-size": 12,
+                                    fill: "currentColor"}, SHOWN[spec.chars[i]] || spec.chars[i]));
+      bars.appendChild(svg("text", {x: 16 + k * 30, y: 101 - h, "text-anchor": "middle", "font-size": 8,
+                                    fill: "currentColor"}, probs[i].toFixed(2)));
+    });
+    var shownText = Array.from(text).slice(-spec.n_ctx), t = shownText.length, m = Math.min(spec.shown, t);
+    var labels = shownText.slice(t - m).map(function (c) { return SHOWN[c] || c; });
+    var heads = el("div", {"class": "bqkv-live-heads"});
+    var cell = Math.max(4, Math.min(12, Math.floor(132 / m))), pad = cell >= 8 ? 12 : 0, size = m * cell + pad;
+    for (var l = 0; l < spec.n_layers; l++) {
+      for (var h = 0; h < spec.n_heads; h++) {
+        var map = svg("svg", {viewBox: "0 0 " + size + " " + size, width: size, height: size, role: "img"});
+        map.appendChild(svg("title", {}, fill(w.head, {l: l, h: h})));
+        var a = r.weights[l], base = h * t * t;
+        for (var i = t - m; i < t; i++) {
+          var row = i - t + m;
+          if (pad) {   // the characters: queries down the left, keys along the top
+            map.appendChild(svg("text", {x: pad - 2, y: pad + row * cell + cell - 2, "text-anchor": "end",
+                                         "font-size": cell - 1, fill: "currentColor"}, labels[row]));
+            map.appendChild(svg("text", {x: pad + row * cell + cell / 2, y: pad - 2, "text-anchor": "middle",
+                                         "font-size": cell - 1, fill: "currentColor"}, labels[row]));
+          }
+          for (var j = t - m; j <= i; j++) {
+            map.appendChild(svg("rect", {x: pad + (j - t + m) * cell, y: pad + row * cell, width: cell,
+                                         height: cell, fill: colour(a[base + i * t + j])}));
+          }
+        }
+        var fig = el("figure", {});
+        fig.append(map, el("figcaption", {}, fill(w.head, {l: l, h: h})));
+        heads.appendChild(fig);
+      }
+    }
+    figure.replaceChildren(el("p", {"class": "bqkv-live-caption"}, w.next), bars,
+                           el("p", {"class": "bqkv-live-caption"}, w.sample),
+                           el("pre", {"class": "bqkv-live-sample"}, text.slice(-80) + sample),
+                           el("p", {"class": "bqkv-live-caption"}, w.heads), heads);
+  }
+
+  function prompt(box, spec, panel, go) {
+    var w = spec.words;
+    var text = el("textarea", {rows: 2, cols: 32, spellcheck: "false", "aria-label": w.prompt});
+    text.value = spec.prompt;
+    var temperature = el("input", {type: "range", min: 0, max: 1.5, step: 0.01, value: spec.temperature,
+                                   "aria-label": w.temperature});
+    var tShown = el("output", {}, String(spec.temperature));
+    var length = el("input", {type: "range", min: 0, max: 300, step: 1, value: spec.n_chars, "aria-label": w.length});
+    var lShown = el("output", {}, String(spec.n_chars));
+    var again = el("button", {type: "button"}, w.again);
+    var seed = 0;
+    var tLabel = labelled(w.temperature, temperature), lLabel = labelled(w.length, length);
+    tLabel.appendChild(tShown); lLabel.appendChild(lShown);
+    panel.controls.append(labelled(w.prompt, text), tLabel, lLabel, again);
+    function compute(current) {
+      var ids = encode(text.value, spec), t = parseFloat(temperature.value), n = parseInt(length.value, 10);
+      var typed = text.value, s = seed;
+      return forward(spec, ids).then(function (r) {
+        return continueText(spec, ids, n, t, s, current).then(function (sample) {
+          return {draw: function () { drawPrompt(panel.figure, spec, typed, r, t, sample); },
+                  result: {prompt: typed, temperature: t, n_chars: n, seed: s, logits: r.last,
+                           weights: r.weights, sample: sample}};
+        });
+      });
+    }
+    text.addEventListener("input", function () { go(compute); });
+    temperature.addEventListener("input", function () { tShown.textContent = temperature.value; go(compute); });
+    length.addEventListener("input", function () { lShown.textContent = length.value; go(compute); });
+    again.addEventListener("click", function () { seed += 1; go(compute); });
+    return {controls: [text, temperature, length, again], compute: compute};
+  }
+
+  /* ---------------------------------------------------------------- every explorer */
+
+  var KINDS = {recall: recall, prompt: prompt};
+
+  function setUp(box) {
+    var spec = JSON.parse(box.querySelector("script.bqkv-live-spec").textContent);
+    var w = spec.words, where = box.querySelector(".bqkv-live-panel");
+    var status = el("p", {"class": "bqkv-live-status"});
+    if (typeof WebAssembly !== "object" || typeof BigInt64Array !== "function" || !KINDS[spec.kind]) {
+      status.textContent = w.no_wasm;
+      where.appendChild(status);
+      box.dataset.state = "off";
+      return;
+    }
+    var panel = {controls: el("div", {"class": "bqkv-controls"}), figure: el("div", {"class": "bqkv-live-figure"})};
+    where.append(panel.controls, panel.figure, status);
+    var runs = 0, latest = null;
+    // go(compute): run the explorer's model on the current input; only the newest input draws
+    function go(compute) {
+      var ticket = latest = {}, started = performance.now(), job;
+      if (box.dataset.state === "idle") status.textContent = w.loading;
+      try {
+        job = compute(function () { return ticket === latest; });
+      } catch (err) {                   // the reader's input, refused in words
+        status.textContent = err.message;
+        box.dataset.state = "error";
+        return;
+      }
+      box.dataset.state = "loading";
+      job.then(function (done) {
+        if (ticket !== latest) return;
+        done.draw();
+        status.textContent = "";
+        done.result.ms = performance.now() - started;
+        box.bqkvResult = done.result;
+        box.dataset.runs = String(++runs);
+        box.dataset.state = "ready";
+      }).catch(function (err) {
+        if (ticket !== latest) return;
+        status.textContent = fill(w.failed, {why: err && err.message ? err.message : String(err)});
+        box.dataset.state = "error";
+      });
+    }
+    var made = KINDS[spec.kind](box, spec, panel, go);
+    // the first touch of the explorer loads the runtime and the model, and draws
+    made.controls.forEach(function (c) {
+      c.addEventListener("focus", function () { if (box.dataset.state === "idle") go(made.compute); });
+    });
+  }
+
+  function start() {
+    var boxes = document.querySelectorAll(".bqkv-live");
+    for (var i = 0; i < boxes.length; i++) setUp(boxes[i]);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

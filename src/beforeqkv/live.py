@@ -1,0 +1,402 @@
+"""Live explorers: a chapter's own trained model, run on the reader's input, in Jupyter and on the site.
+
+One definition serves both places. In Jupyter or Colab, :meth:`Recall.widget` reads the
+reader's typed input with ipywidgets and runs the PyTorch model. On the published site
+(``make execute`` sets ``BEFOREQKV_EXPLORERS=static``) the same object exports the model
+to ONNX (float32) and writes a small component whose script (``book/_static/bqkv-live.js``)
+runs it with onnxruntime-web, served by the site itself (``tools/vendor.py``). Nothing of
+the runtime or the model is fetched until the reader touches the explorer. Where the
+browser has no WebAssembly, the component says so and the precomputed figures below it
+remain.
+
+The exported files go to ``$BEFOREQKV_LIVE_DIR`` (the Makefile's ``live``, beside the
+executed notebooks; the site copies them to ``_static/live/``), with the PyTorch outputs
+for a few fixed inputs: ``tests/test_browser.py`` checks that the browser gives the same
+numbers.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import warnings
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+from .i18n import _
+from .recorder import record_weights
+
+__all__ = ["Recall", "Prompt", "parse_pairs", "encode_prompt", "export_onnx", "LIVE_DIR_ENV", "FORMAT"]
+
+LIVE_DIR_ENV = "BEFOREQKV_LIVE_DIR"
+FORMAT = 1                      # the fixture files' layout (bqkv-live.js reads it)
+_PAIR = re.compile(r"^(\d+):(\d+)$")
+
+
+def parse_pairs(text: str, n_keys: int = 64, n_values: int = 16) -> tuple[list[int], list[int]]:
+    """``"12:3 40:7"`` -> keys ``[12, 40]``, values ``[3, 7]``; a ``ValueError`` in words otherwise.
+
+    Pairs are ``key:value``, separated by spaces or commas; keys are distinct and below
+    ``n_keys``, values below ``n_values``. ``bqkv-live.js`` reads the same rules.
+    """
+    if not isinstance(text, str):
+        raise ValueError(_("type the pairs as text, e.g. 12:3 40:7"))
+    keys, values = [], []
+    for item in text.replace(",", " ").split():
+        m = _PAIR.match(item)
+        if not m:
+            raise ValueError(_("{item!r} is not a pair key:value, e.g. 12:3").format(item=item))
+        k, v = int(m.group(1)), int(m.group(2))
+        if k >= n_keys or v >= n_values:
+            raise ValueError(_("{item}: keys go from 0 to {k}, values from 0 to {v}").format(
+                item=item, k=n_keys - 1, v=n_values - 1))
+        if k in keys:
+            raise ValueError(_("key {k} is stored twice: keys must be distinct").format(k=k))
+        keys.append(k)
+        values.append(v)
+    if not keys:
+        raise ValueError(_("type at least one pair, e.g. 12:3"))
+    return keys, values
+
+
+def encode_prompt(text: str, chars, n_ctx: int) -> list[int]:
+    """A prompt's ids in the alphabet ``chars``, its last ``n_ctx`` characters; a
+    ``ValueError`` in words otherwise. ``bqkv-live.js`` reads the same rules."""
+    if not isinstance(text, str) or not text:
+        raise ValueError(_("type a prompt of at least one character"))
+    unknown = sorted(set(text) - set(chars))
+    if unknown:
+        raise ValueError(_("not in the model's alphabet: {chars}").format(
+            chars=" ".join(f"'{c}'" for c in unknown)))
+    index = {c: i for i, c in enumerate(chars)}
+    return [index[c] for c in text[-n_ctx:]]
+
+
+class _Outputs(nn.Module):
+    """A model that returns its output and the attention weights it recorded (for export)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        with record_weights(self.model) as weights:
+            out = self.model(*inputs)
+        return (out, *weights)
+
+
+def export_onnx(model: nn.Module, inputs: tuple, path, input_names, output_names,
+                dynamic_axes: dict) -> Path:
+    """Write ``model`` (float32, on the CPU) to ONNX, its attention weights as extra outputs.
+
+    ``output_names``: the model's output first, then one name per recorded weight tensor.
+    """
+    import copy
+    try:
+        import onnx  # noqa: F401  (torch's exporter writes the file with it)
+    except ImportError as err:
+        raise ImportError("exporting a live explorer's model needs onnx: pip install onnx "
+                          "(requirements.txt has the version the book is built with)") from err
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wrapped = _Outputs(copy.deepcopy(model).float().cpu().eval())
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")     # the tracer's notes on the input checks' .item()
+        torch.onnx.export(wrapped, tuple(x.cpu() for x in inputs), str(path), dynamo=False,
+                          input_names=list(input_names), output_names=list(output_names),
+                          dynamic_axes=dynamic_axes, opset_version=17)
+    return path
+
+
+def _live_dir():
+    where = os.environ.get(LIVE_DIR_ENV, "").strip()
+    return Path(where) if where else None
+
+
+class _Live:
+    """What every live explorer shares: where its files go, and the site's component."""
+
+    kind = name = ""
+
+    def export(self, where=None) -> dict:
+        """The ONNX files and the PyTorch outputs for fixed inputs, in ``where``."""
+        where = Path(where) if where is not None else _live_dir()
+        if where is None:
+            raise ValueError(f"no folder for the live explorer's files: set {LIVE_DIR_ENV}")
+        files, fixtures = self._export(where)
+        spec = {"format": FORMAT, "kind": self.kind, "files": files, "fixtures": fixtures}
+        (where / f"{self.name}.json").write_text(json.dumps(spec), encoding="utf-8")
+        self.files = files
+        return spec
+
+    def html(self, fallback: str = "") -> str:
+        """The site's component: the live panel, then ``fallback`` (the precomputed figures)."""
+        if self.files is None:
+            self.export()
+        w = self.words()
+        spec = dict(self._spec(), kind=self.kind, name=self.name, files=self.files, words=w)
+        payload = json.dumps(spec, ensure_ascii=False).replace("</", "<\\/")
+        return (f'<div class="bqkv-live" data-kind="{self.kind}" data-state="idle">\n'
+                f'<p class="bqkv-live-title">{html.escape(w["title"])}</p>\n'
+                f'<div class="bqkv-live-panel" aria-live="polite"></div>\n'
+                f'<noscript>{html.escape(w["no_wasm"])}</noscript>\n'
+                f'<script type="application/json" class="bqkv-live-spec">{payload}</script>\n'
+                f"</div>\n{fallback}")
+
+    def _repr_html_(self):
+        return self.html()
+
+
+def _common_words() -> dict:
+    return {"loading": _("loading the model (runs in your browser)"),
+            "no_wasm": _("This browser cannot run WebAssembly, so the live explorer is off: "
+                         "the figures below were drawn when the book was built."),
+            "failed": _("The live explorer could not start ({why}); the figures below were "
+                        "drawn when the book was built.")}
+
+
+class Recall(_Live):
+    """Chapter 1's live explorer: the reader's own pairs and query, read by a trained model.
+
+    ``models``: {N it was trained at: RecallAttention}. ``pairs`` and ``query`` are the
+    starting input. In Jupyter, :meth:`widget`; on the site, the component of
+    ``_repr_html_`` (after :meth:`export`).
+    """
+
+    kind = "recall"
+    name = "ch01-recall"
+    n_keys, n_values = 64, 16
+    FIXTURES = (("12:3 40:7 7:9 33:1 5:12 60:0", 40), ("1:1 2:2 3:3", 3),
+                ("0:15 63:0 31:8 8:4 50:2 21:6 44:11 17:5 9:9 38:14", 50))
+
+    def __init__(self, models: dict, pairs: str = "12:3 40:7 7:9 33:1 5:12 60:0", query: int = 40,
+                 start: int | None = None):
+        if not models or not all(isinstance(m, nn.Module) for m in models.values()):
+            raise ValueError("models must map each N to a trained RecallAttention")
+        self.models = dict(models)
+        self.start = start if start is not None else max(self.models)
+        if self.start not in self.models:
+            raise ValueError(f"start={self.start} is not one of the models' N: {sorted(self.models)}")
+        parse_pairs(pairs)
+        self.pairs, self.query = pairs, int(query)
+        self.files = None
+
+    def run(self, n: int, pairs: str, query: int):
+        """The weights over the typed pairs (P,) and the logits over the values (16,), float32."""
+        keys, values = parse_pairs(pairs, self.n_keys, self.n_values)
+        if not 0 <= int(query) < self.n_keys:
+            raise ValueError(_("the query is a key from 0 to {k}").format(k=self.n_keys - 1))
+        model = self.models[n]
+        device = next(model.parameters()).device
+        k, v = torch.tensor([keys], device=device), torch.tensor([values], device=device)
+        q = torch.tensor([int(query)], device=device)
+        with torch.inference_mode(), record_weights(model) as w:
+            logits = model(k, v, q)
+        return w[0][0].float().cpu(), logits[0].float().cpu()
+
+    def figure(self, n: int, pairs: str, query: int):
+        """The read's weights over the typed pairs, the matching pair framed, the answer in the title."""
+        from .figures import ch01
+        weights, logits = self.run(n, pairs, query)
+        keys, values = parse_pairs(pairs, self.n_keys, self.n_values)
+        answer = [keys.index(query)] if query in keys else []
+        fig = ch01.read_weights_figure(weights[None], answer, n)
+        p = torch.softmax(logits, -1)
+        fig.axes[0].set_xticks(range(len(keys)), [f"{k}:{v}" for k, v in zip(keys, values)],
+                               rotation=90 if len(keys) > 8 else 0)
+        fig.axes[0].set_yticks([])
+        fig.axes[0].set_ylabel("")
+        fig.axes[0].set_title(_("model trained at N = {n}: reads value {v} (p = {p:.2f})").format(
+            n=n, v=int(p.argmax()), p=float(p.max())))
+        return fig
+
+    def widget(self):
+        """ipywidgets: the model's N, the pairs and the query; redraws :meth:`figure`."""
+        import ipywidgets as w
+        from IPython.display import display
+
+        def show(n, pairs, query):
+            try:
+                display(self.figure(n, pairs, query))
+            except ValueError as err:
+                print(err)
+        ui = w.interactive(show, n=w.Dropdown(options=sorted(self.models), value=self.start,
+                                              description="N"),
+                           pairs=w.Text(value=self.pairs, description=_("pairs"), continuous_update=False),
+                           query=w.BoundedIntText(value=self.query, min=0, max=self.n_keys - 1,
+                                                  description=_("query")))
+        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
+        return ui
+
+    def _export(self, where):
+        files, fixtures = {}, []
+        for n, model in sorted(self.models.items()):
+            k, v, q = torch.tensor([[1, 2, 3]]), torch.tensor([[0, 1, 2]]), torch.tensor([2])
+            f = export_onnx(model, (k, v, q), where / f"{self.name}-n{n}.onnx",
+                            ("keys", "values", "query"), ("logits", "weights"),
+                            {"keys": {1: "N"}, "values": {1: "N"}})
+            files[str(n)] = f.name
+            for pairs, query in self.FIXTURES:
+                weights, logits = self.run(n, pairs, query)
+                fixtures.append({"n": n, "pairs": pairs, "query": query,
+                                 "weights": weights.tolist(), "logits": logits.tolist()})
+        return files, fixtures
+
+    def _spec(self):
+        return {"start": self.start, "models": sorted(self.models), "pairs": self.pairs,
+                "query": self.query, "n_keys": self.n_keys, "n_values": self.n_values}
+
+    @staticmethod
+    def words() -> dict:
+        """What the page's script shows, in the language in force."""
+        return {"title": _("Try your own pairs (live, in your browser)"),
+                "model": _("model trained at N ="), "pairs": _("pairs key:value"),
+                "query": _("query key"), "random": _("random pairs"), "count": _("how many"),
+                "answer": _("reads value {v} (p = {p}). {truth}"),
+                "truth": _("The stored value is {v}."),
+                "absent": _("No stored pair has this key: the read has nothing to find."),
+                "weights": _("attention weights a_j over the stored pairs"),
+                **_common_words(),
+                "errors": {"pair": _("{item!r} is not a pair key:value, e.g. 12:3"),
+                           "range": _("{item}: keys go from 0 to {k}, values from 0 to {v}"),
+                           "twice": _("key {k} is stored twice: keys must be distinct"),
+                           "empty": _("type at least one pair, e.g. 12:3"),
+                           "query": _("the query is a key from 0 to {k}")}}
+
+    def __repr__(self):
+        return f"<live.Recall: models at N = {sorted(self.models)}>"
+
+
+class Prompt(_Live):
+    """Chapter 8's live explorer: the reader's prompt, continued by the trained character GPT.
+
+    ``model``: the chapter's :class:`~beforeqkv.models.GPT`; ``vocab``: its
+    :class:`~beforeqkv.corpus.CharVocab`. The model reads the last ``n_ctx`` characters of
+    the prompt; the explorer shows the likeliest next characters at the chosen temperature,
+    a continuation, and every head's attention weights over the prompt's last characters.
+    """
+
+    kind = "prompt"
+    name = "ch08-prompt"
+    FIXTURES = ("Ham.\nWhat sh", "To be, or not to be, that is", "KING:\nMy lord, ")
+    GREEDY = 40            # characters the fixtures continue at temperature 0
+    SHOWN = 24             # the attention maps show the prompt's last SHOWN characters
+
+    def __init__(self, model: nn.Module, vocab, prompt: str = "Ham.\nWhat sh", temperature: float = 0.75,
+                 n_chars: int = 120):
+        if not hasattr(model, "generate") or not hasattr(vocab, "chars"):
+            raise ValueError("Prompt needs the chapter's GPT and its CharVocab")
+        self.model, self.vocab = model, vocab
+        self.n_ctx = model.config.n_ctx
+        self.encode(prompt)
+        self.prompt, self.temperature, self.n_chars = prompt, float(temperature), int(n_chars)
+        self.files = None
+
+    def encode(self, text: str) -> list[int]:
+        """The prompt's ids, its last ``n_ctx`` characters (:func:`encode_prompt`)."""
+        return encode_prompt(text, self.vocab.chars, self.n_ctx)
+
+    def run(self, text: str):
+        """Logits after the prompt (V,) and each layer's weights (n_heads, T, T), float32, CPU."""
+        ids = torch.tensor([self.encode(text)], device=next(self.model.parameters()).device)
+        was = self.model.training
+        self.model.eval()
+        with torch.inference_mode(), record_weights(self.model) as w:
+            logits = self.model(ids)
+        self.model.train(was)
+        return logits[0, -1].float().cpu(), [a[0].float().cpu() for a in w]
+
+    def continuation(self, text: str, n_chars: int, temperature: float, seed: int = 0) -> str:
+        """``n_chars`` characters after the prompt (PyTorch's sampler; the page has its own)."""
+        ids = torch.tensor(self.encode(text), device=next(self.model.parameters()).device)
+        out = self.model.generate(ids, int(n_chars), temperature=float(temperature),
+                                  generator=torch.Generator().manual_seed(int(seed)))
+        return "".join(self.vocab.chars[i] for i in out[len(ids):].tolist())
+
+    def figure(self, prompt: str, temperature: float, n_chars: int, seed: int = 0):
+        """The likeliest next characters, a continuation, and the last layer's heads."""
+        from .plot import new_figure
+        logits, weights = self.run(prompt)
+        shown = {" ": "␣", "\n": "\\n"}
+        p = torch.softmax(logits / max(temperature, 1e-6), -1)
+        top = p.topk(12)
+        last = weights[-1][:, -self.SHOWN:, -self.SHOWN:]          # (H, T', T')
+        fig, axes = new_figure(2, last.shape[0], figsize=(2.4 * last.shape[0], 5.6),
+                               gridspec_kw={"height_ratios": [1, 1.2]})
+        top_ax = axes[0][0].get_gridspec()
+        for ax in axes[0]:
+            ax.remove()
+        bars = fig.add_subplot(top_ax[0, : max(1, last.shape[0] // 2)])
+        bars.bar([shown.get(self.vocab.chars[i], self.vocab.chars[i]) for i in top.indices.tolist()],
+                 top.values.tolist())
+        bars.set_title(_("next character at temperature {t:g}").format(t=temperature))
+        text = fig.add_subplot(top_ax[0, max(1, last.shape[0] // 2):])
+        text.axis("off")
+        said = prompt[-40:] + self.continuation(prompt, n_chars, temperature, seed)
+        text.text(0, 1, said[:400], va="top", family="monospace", fontsize=9, wrap=True)
+        labels = [shown.get(c, c) for c in prompt[-self.SHOWN:]]
+        for h, ax in enumerate(axes[1]):
+            ax.imshow(last[h].numpy(), cmap="viridis", vmin=0, vmax=1)
+            ax.set_title(_("layer {l}, head {h}").format(l=len(weights) - 1, h=h))
+            ax.set_xticks(range(len(labels)), labels, fontsize=7)
+            ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        return fig
+
+    def widget(self):
+        """ipywidgets: the prompt, the temperature, the length and a seed; redraws :meth:`figure`."""
+        import ipywidgets as w
+        from IPython.display import display
+
+        def show(prompt, temperature, n_chars, seed):
+            try:
+                display(self.figure(prompt, temperature, n_chars, seed))
+            except ValueError as err:
+                print(err)
+        ui = w.interactive(
+            show, prompt=w.Textarea(value=self.prompt, description=_("prompt"), continuous_update=False),
+            temperature=w.FloatSlider(value=self.temperature, min=0, max=1.5, step=0.05,
+                                      description=_("temperature")),
+            n_chars=w.IntSlider(value=self.n_chars, min=0, max=300, description=_("length")),
+            seed=w.IntText(value=0, description=_("seed")))
+        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
+        return ui
+
+    def _export(self, where):
+        names = [f"weights{i}" for i in range(len(self.model.blocks))]
+        f = export_onnx(self.model, (torch.tensor([[0, 1, 2]]),), where / f"{self.name}.onnx",
+                        ("tokens",), ("logits", *names),
+                        {"tokens": {1: "T"}, "logits": {1: "T"},
+                         **{n: {2: "T", 3: "T"} for n in names}})
+        fixtures = []
+        for text in self.FIXTURES:
+            logits, weights = self.run(text)
+            fixtures.append({"prompt": text, "logits": logits.tolist(),
+                             "weights": [a.flatten().tolist() for a in weights],
+                             "greedy": self.continuation(text, self.GREEDY, 0.0)})
+        return {"model": f.name}, fixtures
+
+    def _spec(self):
+        return {"chars": self.vocab.chars, "n_ctx": self.n_ctx, "prompt": self.prompt,
+                "temperature": self.temperature, "n_chars": self.n_chars, "shown": self.SHOWN,
+                "n_layers": len(self.model.blocks), "n_heads": self.model.config.n_heads}
+
+    @staticmethod
+    def words() -> dict:
+        """What the page's script shows, in the language in force."""
+        return {"title": _("Type a prompt (live, in your browser)"),
+                "prompt": _("prompt"), "temperature": _("temperature"), "length": _("length"),
+                "again": _("sample again"),
+                "next": _("the likeliest next characters"),
+                "sample": _("a continuation"),
+                "head": _("layer {l}, head {h}"),
+                "heads": _("attention weights of every head over the prompt's last characters "
+                           "(rows: queries, columns: keys)"),
+                **_common_words(),
+                "errors": {"empty": _("type a prompt of at least one character"),
+                           "unknown": _("not in the model's alphabet: {chars}")}}
+
+    def __repr__(self):
+        return f"<live.Prompt: {type(self.model).__name__}, {len(self.vocab.chars)} characters>"
