@@ -156,8 +156,10 @@ def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
 
 # --- live explorers (src/beforeqkv/live.py, book/_static/bqkv-live.js) -------------------------
 LIVE_PAGES = [f"{edition}book/{chapter}.html" for edition in ("", "zh/")
-              for chapter in ("01_squished_memory", "08_transformer")]
-BAD_INPUT = {"recall": ["12:3 12:4", "12-3", "64:1", " "], "prompt": ["", "héllo wörld"]}
+              for chapter in ("01_squished_memory", "08_transformer", "10_real_encoder")]
+BAD_INPUT = {"recall": ["12:3 12:4", "12-3", "64:1", " "], "prompt": ["", "héllo wörld"],
+             "sentences": []}
+EIGHT_BITS = 0.06    # chapter 10's 8-bit MiniLM: |embedding - PyTorch's float32| (unit vectors)
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +185,9 @@ def test_live_explorer_gives_pytorchs_numbers_in_the_browser(live_report, page):
         for fixture, got in ex["fixtures"]:
             assert got["state"] == "ready", f"{page}: {fixture}: {got['status']}"
             r = got["result"]
+            if ex["kind"] == "sentences":
+                _same_as_the_8_bit_model(page, fixture, r)
+                continue
             assert _close(r["logits"], fixture["logits"]), f"{page}: logits"
             if ex["kind"] == "recall":
                 assert _close(r["weights"], fixture["weights"]), f"{page}: weights"
@@ -190,6 +195,22 @@ def test_live_explorer_gives_pytorchs_numbers_in_the_browser(live_report, page):
                 assert len(r["weights"]) == len(fixture["weights"]) >= 2
                 assert all(_close(a, b) for a, b in zip(r["weights"], fixture["weights"])), page
                 assert r["sample"] == fixture["greedy"], f"{page}: {fixture['prompt']!r}"
+
+
+def _same_as_the_8_bit_model(page, fixture, r):
+    """Chapter 10: the page's WordPiece gives Python's ids; onnxruntime-web gives what
+    onnxruntime gives for the same 8-bit model (1e-5); the 8-bit embeddings stay within
+    EIGHT_BITS of PyTorch's float32 ones, and their cosine within a tenth of that."""
+    import math
+    first, second = fixture["first"], fixture["second"]
+    assert r["ids1"] == first["ids"] and r["ids2"] == second["ids"], f"{page}: WordPiece ids differ"
+    assert _close(r["embedding1"], first["embedding_int8"]), page
+    assert _close(r["embedding2"], second["embedding_int8"]), page
+    assert _close(r["weights"], first["weights_int8"]), page
+    for got, want in ((r["embedding1"], first["embedding"]), (r["embedding2"], second["embedding"])):
+        assert math.dist(got, want) <= EIGHT_BITS, f"{page}: 8 bits moved the embedding by {math.dist(got, want):.3f}"
+    cos32 = sum(a * b for a, b in zip(first["embedding"], second["embedding"]))
+    assert abs(r["cosine"] - cos32) <= EIGHT_BITS / 10, f"{page}: cosine {r['cosine']:.4f} vs {cos32:.4f}"
 
 
 @pytest.mark.parametrize("page", LIVE_PAGES)
@@ -228,7 +249,7 @@ def test_live_explorer_works_by_touch_on_a_phone_and_by_keyboard(live_report, pa
         assert phone["state"] == "ready", phone["status"]
         assert phone["width"] <= browser.PHONE, f"{page}: {phone['width']} px wide on a phone"
         keys = ex["keyboard"]
-        assert keys["focused"] in ("SELECT", "TEXTAREA"), "Tab does not reach the explorer's first control"
+        assert keys["focused"] in ("SELECT", "TEXTAREA", "INPUT"), "Tab does not reach the explorer's first control"
         assert keys["state"] == "ready", keys["status"]
 
 

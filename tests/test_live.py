@@ -209,3 +209,44 @@ def test_a_size_passes_as_a_tensor_only_while_torch_traces_for_onnx():
     assert traced(torch.ones(2)).tolist() == [2.0, 2.0]
     with pytest.raises(ValueError, match="positive int"):
         check_positive(t=torch.tensor(0.5))
+
+
+# ---------------------------------------------------------------- chapter 10: MiniLM in 8 bits
+def test_weights_in_8_bits_keep_the_products_close_and_the_file_small(tmp_path, char_gpt):
+    """quantize_weights: int8 matrices (one scale per column of a MatMul, per row of an
+    embedding), float32 arithmetic; the logits move by about the rounding, not more."""
+    lm, vocab = char_gpt
+    full = live.export_onnx(lm, (torch.tensor([[0, 1, 2]]),), tmp_path / "f.onnx", ("tokens",),
+                            ("logits", "w0", "w1"), {"tokens": {1: "T"}})
+    small = live.quantize_weights(full, tmp_path / "q.onnx", min_size=256)
+    assert small.stat().st_size < 0.85 * full.stat().st_size     # MiniLM: 90.9 MB -> 23 MB
+    ids = np.array([[3, 1, 4, 1, 5, 9, 2, 6]])
+    a = ort.InferenceSession(str(full)).run(None, {"tokens": ids})[0]
+    b = ort.InferenceSession(str(small)).run(None, {"tokens": ids})[0]
+    rel = np.linalg.norm(a - b) / np.linalg.norm(a)
+    assert 0 < rel < 0.02, rel                        # changed, by about 8 bits' rounding
+    with pytest.raises(ValueError, match="no weight matrix"):
+        live.quantize_weights(full, tmp_path / "none.onnx", min_size=10**9)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from beforeqkv.pretrained import WeightsMissing, load_minilm
+    try:
+        return load_minilm()
+    except WeightsMissing as err:
+        pytest.skip(str(err))
+
+
+def test_minilm_in_8_bits_keeps_the_embeddings_and_the_tokens(tmp_path, minilm):
+    s = live.Sentences(minilm)
+    spec = s.export(tmp_path)
+    assert spec["files"] == {"model": "ch10-minilm-int8.onnx", "vocab": "ch10-minilm-vocab.txt"}
+    assert (tmp_path / "ch10-minilm-vocab.txt").read_text().split("\n")[:-1] == minilm.tokenizer.pieces
+    assert 15 <= s.mb <= 30                       # 22.7 M numbers, one byte each
+    for f in spec["fixtures"]:
+        for side in (f["first"], f["second"]):
+            assert side["ids"] == minilm.tokenize(side["text"])
+            assert np.linalg.norm(np.array(side["embedding_int8"]) - side["embedding"]) <= 0.06
+        ref = minilm.encode([f["first"]["text"], f["second"]["text"]])
+        assert abs(float(ref[0] @ ref[1]) - float(np.dot(f["first"]["embedding"], f["second"]["embedding"]))) <= 1e-5

@@ -76,10 +76,11 @@ def test_onnxruntime_web_is_served_from_the_site_with_its_licence(site, edition)
     live = site / edition / "_static" / "live"
     assert sorted(p.name for p in live.iterdir()) == [
         "ch01-recall-n16.onnx", "ch01-recall-n2.onnx", "ch01-recall-n32.onnx", "ch01-recall-n4.onnx",
-        "ch01-recall-n8.onnx", "ch01-recall.json", "ch08-prompt.json", "ch08-prompt.onnx"]
+        "ch01-recall-n8.onnx", "ch01-recall.json", "ch08-prompt.json", "ch08-prompt.onnx",
+        "ch10-minilm-int8.onnx", "ch10-minilm-vocab.txt", "ch10-minilm.json"]
     with_script = sorted(p.stem for p in (site / edition / "book").glob("*.html")
                          if "bqkv-live.js" in p.read_text("utf-8"))
-    assert with_script == ["01_squished_memory", "08_transformer"]
+    assert with_script == ["01_squished_memory", "08_transformer", "10_real_encoder"]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)

@@ -327,6 +327,12 @@ def _live_input(page, i, fixture):
         box.locator("input[type=number]").fill(str(fixture["query"]))
         box.locator("input[type=text]").fill(fixture["pairs"])
         want = {k: fixture[k] for k in ("n", "pairs", "query")}
+    elif "first" in fixture:                          # chapter 10: two sentences, a layer
+        box.locator("select").first.select_option(str(spec_layer(page, i)))
+        texts = box.locator("input[type=text]")
+        texts.nth(0).fill(fixture["first"]["text"])
+        texts.nth(1).fill(fixture["second"]["text"])
+        want = {"first": fixture["first"]["text"], "second": fixture["second"]["text"]}
     else:                                             # chapter 8: temperature, length, prompt
         sliders = box.locator("input[type=range]")
         sliders.nth(0).evaluate(_SLIDE, 0)
@@ -335,6 +341,12 @@ def _live_input(page, i, fixture):
         want = {"prompt": fixture["prompt"], "temperature": 0, "n_chars": len(fixture["greedy"])}
     page.wait_for_function(_LIVE_DONE, arg=[i, want], timeout=60_000)
     return page.evaluate(_LIVE_STATE, i)
+
+
+def spec_layer(page, i):
+    """The layer a chapter 10 explorer starts at (its fixtures hold that layer's weights)."""
+    return page.evaluate("i => JSON.parse(document.querySelectorAll('.bqkv-live')[i]"
+                         ".querySelector('script.bqkv-live-spec').textContent).layer", i)
 
 
 def _stem(page):
@@ -387,7 +399,7 @@ def check_live(html_dir, page, bad_inputs=None, shots_dir=None):
                 ran = [(f, _live_input(page_, i, f)) for f in fixtures]
                 bad = []
                 for text in bad_inputs.get(kind, ()):
-                    boxes.nth(i).locator(TYPED).fill(text)
+                    boxes.nth(i).locator(TYPED).first.fill(text)
                     page_.wait_for_function("i => document.querySelectorAll('.bqkv-live')[i]"
                                             ".dataset.state === 'error'", arg=i, timeout=10_000)
                     bad.append((text, page_.evaluate(_LIVE_STATE, i)["status"]))
@@ -402,7 +414,7 @@ def check_live(html_dir, page, bad_inputs=None, shots_dir=None):
                                             has_touch=True), base)
             pp = _visit(ptab, f"{base}/{page}")
             for i in range(boxes.count()):
-                pp.locator(".bqkv-live").nth(i).locator(TYPED).tap()
+                pp.locator(".bqkv-live").nth(i).locator(TYPED).first.tap()
                 r = _live_input(pp, i, out["explorers"][i]["fixtures"][0][0])
                 r["width"] = pp.evaluate("document.documentElement.scrollWidth")
                 out["explorers"][i]["phone"] = r

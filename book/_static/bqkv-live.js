@@ -343,9 +343,153 @@
     return {controls: [text, temperature, length, again], compute: compute};
   }
 
+  /* ---------------------------------------------------------------- chapter 10: MiniLM */
+
+  // beforeqkv.pretrained.wordpiece, line by line: clean, space CJK, strip accents, lowercase,
+  // split on whitespace and punctuation, then greedy longest pieces ("##" after the first).
+  var CJK = [[0x4E00, 0x9FFF], [0x3400, 0x4DBF], [0x20000, 0x2A6DF], [0x2A700, 0x2B73F],
+             [0x2B740, 0x2B81F], [0x2B820, 0x2CEAF], [0xF900, 0xFAFF], [0x2F800, 0x2FA1F]];
+  function isCjk(cp) { return CJK.some(function (r) { return cp >= r[0] && cp <= r[1]; }); }
+  function isPunct(ch) {
+    var cp = ch.codePointAt(0);
+    return (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) ||
+           (cp >= 123 && cp <= 126) || /^\p{P}$/u.test(ch);
+  }
+  function basicSplit(text) {
+    var chars = [];
+    Array.from(text).forEach(function (ch) {
+      var cp = ch.codePointAt(0);
+      if (cp === 0 || cp === 0xFFFD || ("\t\n\r".indexOf(ch) < 0 && /^\p{C}$/u.test(ch))) return;
+      if (" \t\n\r".indexOf(ch) >= 0 || /^\p{Zs}$/u.test(ch)) chars.push(" ");
+      else if (isCjk(cp)) chars.push(" " + ch + " ");
+      else chars.push(ch);
+    });
+    var words = [];
+    chars.join("").split(" ").filter(Boolean).forEach(function (word) {
+      var current = [];
+      Array.from(Array.from(word.normalize("NFD")).filter(function (ch) { return !/^\p{Mn}$/u.test(ch); })
+        .map(function (ch) { return ch.toLowerCase(); }).join("")).forEach(function (ch) {
+        if (isPunct(ch)) {
+          if (current.length) { words.push(current.join("")); current = []; }
+          words.push(ch);
+        } else current.push(ch);
+      });
+      if (current.length) words.push(current.join(""));
+    });
+    return words;
+  }
+  function wordPieces(word, ids) {
+    var chars = Array.from(word), pieces = [], start = 0;
+    if (chars.length > 100) return ["[UNK]"];
+    while (start < chars.length) {
+      var end = chars.length, piece = null;
+      while (end > start) {
+        var p = (start === 0 ? "" : "##") + chars.slice(start, end).join("");
+        if (ids.has(p)) { piece = p; break; }
+        end -= 1;
+      }
+      if (piece === null) return ["[UNK]"];
+      pieces.push(piece);
+      start = end;
+    }
+    return pieces;
+  }
+
+  var vocabs = {};
+  function vocab(file) {
+    if (!vocabs[file]) {
+      vocabs[file] = fetch(root + "_static/live/" + file).then(function (r) {
+        if (!r.ok) throw new Error("could not fetch " + file);
+        return r.text();
+      }).then(function (text) {
+        var pieces = text.split("\n"), ids = new Map();
+        if (pieces[pieces.length - 1] === "") pieces.pop();
+        pieces.forEach(function (p, i) { ids.set(p, i); });
+        return {pieces: pieces, ids: ids};
+      });
+    }
+    return vocabs[file];
+  }
+
+  function drawSentences(figure, spec, r, layer, head) {
+    var w = spec.words, t = r.tokens.length, cell = Math.max(8, Math.min(22, Math.floor(420 / t)));
+    var pad = 8 * Math.min(12, Math.max.apply(null, r.tokens.map(function (s) { return s.length; }))) * cell / 16 + 4;
+    var size = pad + t * cell;
+    var map = svg("svg", {viewBox: "0 0 " + size + " " + size, width: "100%", role: "img",
+                          style: "max-width:" + size + "px;display:block"});
+    map.appendChild(svg("title", {}, fill(w.map, {l: layer, h: head})));
+    var a = r.weights, base = head * t * t, font = Math.min(12, cell - 1);
+    for (var i = 0; i < t; i++) {
+      map.appendChild(svg("text", {x: pad - 3, y: pad + i * cell + cell * 0.75, "text-anchor": "end",
+                                   "font-size": font, fill: "currentColor"}, r.tokens[i]));
+      map.appendChild(svg("text", {"font-size": font, fill: "currentColor", "text-anchor": "start",
+                                   transform: "translate(" + (pad + i * cell + cell * 0.7) + "," + (pad - 3) + ") rotate(-90)"},
+                          r.tokens[i]));
+      for (var j = 0; j < t; j++) {
+        map.appendChild(svg("rect", {x: pad + j * cell, y: pad + i * cell, width: cell, height: cell,
+                                     fill: colour(a[base + i * t + j])}));
+      }
+    }
+    figure.replaceChildren(el("p", {"class": "bqkv-live-answer"}, fill(w.cosine, {c: r.cosine.toFixed(3)})),
+                           el("p", {"class": "bqkv-live-caption"}, fill(w.map, {l: layer, h: head})), map);
+  }
+
+  function sentences(box, spec, panel, go) {
+    var w = spec.words;
+    var first = el("input", {type: "text", value: spec.first, size: 40, "aria-label": w.first});
+    var second = el("input", {type: "text", value: spec.second, size: 40, "aria-label": w.second});
+    function choose(n, start, label) {
+      var s = el("select", {"aria-label": label});
+      for (var i = 0; i < n; i++) {
+        var o = el("option", {value: i}, String(i));
+        if (i === start) o.selected = true;
+        s.appendChild(o);
+      }
+      return s;
+    }
+    var layer = choose(spec.n_layers, spec.layer, w.layer), head = choose(spec.n_heads, spec.head, w.head);
+    panel.controls.append(labelled(w.first, first), labelled(w.second, second), labelled(w.layer, layer),
+                          labelled(w.head, head));
+    function encode(text, v) {
+      var ids = [v.ids.get("[CLS]")];
+      basicSplit(text).forEach(function (word) {
+        wordPieces(word, v.ids).forEach(function (p) { ids.push(v.ids.get(p)); });
+      });
+      ids.push(v.ids.get("[SEP]"));
+      if (ids.length > spec.max_length) {
+        var err = new Error(fill(w.errors.long, {n: ids.length, m: spec.max_length}));
+        err.input = true;                // the reader's input, refused in words
+        throw err;
+      }
+      return ids;
+    }
+    function embed(ids) {
+      return run(spec.files.model, function (ort) { return {ids: int64(ids, [1, ids.length], ort)}; });
+    }
+    function compute() {
+      var a = first.value, b = second.value, l = parseInt(layer.value, 10), h = parseInt(head.value, 10);
+      return vocab(spec.files.vocab).then(function (v) {
+        var ids1 = encode(a, v), ids2 = encode(b, v);
+        return embed(ids1).then(function (o1) {
+          return embed(ids2).then(function (o2) {
+            var e1 = Array.from(o1.embedding.data), e2 = Array.from(o2.embedding.data), c = 0;
+            for (var k = 0; k < e1.length; k++) c += e1[k] * e2[k];
+            var r = {first: a, second: b, layer: l, head: h, ids1: ids1, ids2: ids2, embedding1: e1,
+                     embedding2: e2, cosine: c, weights: Array.from(o1["weights" + l].data),
+                     tokens: ids1.map(function (i) { return v.pieces[i]; })};
+            return {draw: function () { drawSentences(panel.figure, spec, r, l, h); }, result: r};
+          });
+        });
+      });
+    }
+    [first, second].forEach(function (c) { c.addEventListener("input", function () { go(compute); }); });
+    [layer, head].forEach(function (c) { c.addEventListener("change", function () { go(compute); }); });
+    return {controls: [first, second, layer, head], compute: compute};
+  }
+
   /* ---------------------------------------------------------------- every explorer */
 
-  var KINDS = {recall: recall, prompt: prompt};
+  var KINDS = {recall: recall, prompt: prompt, sentences: sentences};
 
   function setUp(box) {
     var spec = JSON.parse(box.querySelector("script.bqkv-live-spec").textContent);
@@ -363,7 +507,7 @@
     // go(compute): run the explorer's model on the current input; only the newest input draws
     function go(compute) {
       var ticket = latest = {}, started = performance.now(), job;
-      if (box.dataset.state === "idle") status.textContent = w.loading;
+      if (box.dataset.state === "idle") status.textContent = fill(w.loading, spec);
       try {
         job = compute(function () { return ticket === latest; });
       } catch (err) {                   // the reader's input, refused in words
@@ -382,7 +526,8 @@
         box.dataset.state = "ready";
       }).catch(function (err) {
         if (ticket !== latest) return;
-        status.textContent = fill(w.failed, {why: err && err.message ? err.message : String(err)});
+        status.textContent = err && err.input ? err.message
+          : fill(w.failed, {why: err && err.message ? err.message : String(err)});
         box.dataset.state = "error";
       });
     }

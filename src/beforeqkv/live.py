@@ -29,7 +29,7 @@ import torch.nn as nn
 from .i18n import _
 from .recorder import record_weights
 
-__all__ = ["Recall", "Prompt", "parse_pairs", "encode_prompt", "export_onnx", "LIVE_DIR_ENV", "FORMAT"]
+__all__ = ["Recall", "Prompt", "Sentences", "parse_pairs", "encode_prompt", "export_onnx", "LIVE_DIR_ENV", "FORMAT"]
 
 LIVE_DIR_ENV = "BEFOREQKV_LIVE_DIR"
 FORMAT = 1                      # the fixture files' layout (bqkv-live.js reads it)
@@ -109,6 +109,80 @@ def export_onnx(model: nn.Module, inputs: tuple, path, input_names, output_names
                           input_names=list(input_names), output_names=list(output_names),
                           dynamic_axes=dynamic_axes, opset_version=17)
     return path
+
+
+def quantize_weights(path, out, min_size: int = 4096) -> Path:
+    """An ONNX model whose large weight matrices are stored in 8 bits, computed in float32.
+
+    Each matrix a ``MatMul`` multiplies by gets one scale per output column
+    (``DequantizeLinear`` back to float32 before the product); each embedding table a
+    ``Gather`` reads gets one scale per row, applied to the rows it reads. Only the stored
+    weights are rounded (symmetric int8, scale = max |w| / 127): activations stay float32.
+    """
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    model = onnx.load(str(path))
+    graph = model.graph
+    weights = {t.name: t for t in graph.initializer}
+    users = {}
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            users.setdefault(name, []).append((node, k))
+    new_nodes, done = [], 0
+    for name, tensor in list(weights.items()):
+        w = numpy_helper.to_array(tensor)
+        uses = users.get(name, [])
+        if w.dtype != np.float32 or w.ndim != 2 or w.size < min_size or len(uses) != 1:
+            continue
+        node, k = uses[0]
+        axis = {("MatMul", 1): 0, ("Gather", 0): 1}.get((node.op_type, k))
+        if axis is None or (node.op_type == "Gather" and any(a.name == "axis" and a.i != 0
+                                                             for a in node.attribute)):
+            continue
+        scale = np.maximum(np.abs(w).max(axis=axis, keepdims=True), 1e-12) / 127   # per column / row
+        q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+        graph.initializer.remove(tensor)
+        graph.initializer.append(numpy_helper.from_array(q, name + ".int8"))
+        if node.op_type == "MatMul":
+            graph.initializer.append(numpy_helper.from_array(scale[0].astype(np.float32), name + ".scale"))
+            new_nodes.append(helper.make_node("DequantizeLinear", [name + ".int8", name + ".scale"],
+                                              [name], axis=1, name=name + ".dequantize"))
+        else:                       # read the rows, then scale them: no float copy of the table
+            graph.initializer.append(numpy_helper.from_array(scale.astype(np.float32), name + ".scale"))
+            ids, out_name = node.input[1], node.output[0]
+            node.input[0], node.output[0] = name + ".int8", out_name + ".int8"
+            new_nodes += [helper.make_node("Gather", [name + ".scale", ids], [out_name + ".rowscale"]),
+                          helper.make_node("Cast", [out_name + ".int8"], [out_name + ".float"],
+                                           to=onnx.TensorProto.FLOAT),
+                          helper.make_node("Mul", [out_name + ".float", out_name + ".rowscale"], [out_name])]
+        done += 1
+    if not done:
+        raise ValueError(f"{path}: no weight matrix to store in 8 bits")
+    nodes = list(graph.node)
+    del graph.node[:]
+    graph.node.extend(_in_order(new_nodes + nodes, graph))
+    onnx.checker.check_model(model)
+    onnx.save(model, str(out))
+    return Path(out)
+
+
+def _in_order(nodes, graph):
+    """The nodes in an order where each runs after what it reads (ONNX requires it)."""
+    ready = {t.name for t in graph.initializer} | {i.name for i in graph.input} | {""}
+    out, waiting = [], list(nodes)
+    while waiting:
+        left = []
+        for node in waiting:
+            if all(i in ready for i in node.input):
+                out.append(node)
+                ready.update(node.output)
+            else:
+                left.append(node)
+        if len(left) == len(waiting):
+            raise ValueError("the graph has a node whose input nothing produces")
+        waiting = left
+    return out
 
 
 def _live_dir():
@@ -400,3 +474,126 @@ class Prompt(_Live):
 
     def __repr__(self):
         return f"<live.Prompt: {type(self.model).__name__}, {len(self.vocab.chars)} characters>"
+
+
+class _SentenceEncoder(nn.Module):
+    """One sentence's ids (1, T) -> its MiniLM embedding (1, d): mean over tokens, unit length."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        h = self.model.hidden_states(ids)                    # (1, T, d): every token is real
+        return torch.nn.functional.normalize(h.mean(1), dim=-1)
+
+
+class Sentences(_Live):
+    """Chapter 10's live explorer: two sentences of the reader's, read by the real MiniLM.
+
+    ``minilm``: the chapter's loaded :class:`~beforeqkv.pretrained.minilm.MiniLM`. The
+    explorer shows the cosine of the two sentence embeddings and one head's attention
+    weights over the first sentence's tokens. On the site the model is stored in 8 bits
+    (onnxruntime's dynamic quantisation of every matrix product and of the embedding),
+    fetched only when the reader touches the explorer; its WordPiece tokenizer runs
+    in the page with the model's own ``vocab.txt``.
+    """
+
+    kind = "sentences"
+    name = "ch10-minilm"
+    FIXTURES = (("The animal didn't cross the street because it was too tired.",
+                 "A person plays a musical instrument."),
+                ("Tokenizers don't fear résumés, 東京 or 🤖.", "A man is playing a guitar."),
+                ("Paris is the capital and largest city of France.", "The cat sat on the mat."))
+
+    def __init__(self, minilm, first: str = "The animal didn't cross the street because it was too tired.",
+                 second: str = "The animal was too tired to cross the street.", layer: int = 3, head: int = 1):
+        if not hasattr(minilm, "tokenizer") or not hasattr(minilm, "model"):
+            raise ValueError("Sentences needs the chapter's loaded MiniLM (load_minilm())")
+        self.minilm, self.first, self.second = minilm, first, second
+        self.layer, self.head = int(layer), int(head)
+        self.files, self.mb = None, None
+
+    def run(self, text: str):
+        """The sentence's embedding (d,) and each layer's weights (n_heads, T, T), float32, CPU."""
+        ids = torch.tensor([self.minilm.tokenize(text)], device=self.minilm.device)
+        with torch.inference_mode(), record_weights(self.minilm.model) as w:
+            emb = _SentenceEncoder(self.minilm.model)(ids)
+        return emb[0].float().cpu(), [a[0].float().cpu() for a in w]
+
+    def figure(self, first: str, second: str, layer: int, head: int):
+        """One head's weights over the first sentence; the two sentences' cosine in the title."""
+        from .plot import heatmap
+        a, weights = self.run(first)
+        b, _unused = self.run(second)
+        tokens = self.minilm.tokens(first)
+        fig = heatmap(weights[layer][head], vmin=0, vmax=1, figsize=(6.4, 5.6),
+                      title=_("layer {l}, head {h}; cosine of the two sentences {c:.3f}").format(
+                          l=layer, h=head, c=float(a @ b)))
+        ax = fig.axes[0]
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+        return fig
+
+    def widget(self):
+        """ipywidgets: two sentences, a layer and a head; redraws :meth:`figure`."""
+        import ipywidgets as w
+        n_layers, n_heads = len(self.minilm.model.blocks), self.minilm.model.config.n_heads
+        ui = w.interactive(
+            self.figure, first=w.Text(value=self.first, description="1", continuous_update=False),
+            second=w.Text(value=self.second, description="2", continuous_update=False),
+            layer=w.IntSlider(value=self.layer, min=0, max=n_layers - 1, description=_("layer")),
+            head=w.IntSlider(value=self.head, min=0, max=n_heads - 1, description=_("head")))
+        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
+        return ui
+
+    def _export(self, where):
+        model = self.minilm.model
+        names = [f"weights{i}" for i in range(len(model.blocks))]
+        full = export_onnx(_SentenceEncoder(model), (torch.tensor([[101, 2023, 102]]),),
+                           where / f"{self.name}-fp32.onnx", ("ids",), ("embedding", *names),
+                           {"ids": {1: "T"}, **{n: {2: "T", 3: "T"} for n in names}})
+        small = quantize_weights(full, where / f"{self.name}-int8.onnx")
+        full.unlink()
+        self.mb = round(small.stat().st_size / 1e6)
+        vocab = where / f"{self.name}-vocab.txt"
+        vocab.write_text("\n".join(self.minilm.tokenizer.pieces) + "\n", encoding="utf-8")
+        import onnxruntime
+        # the graph as written: float32 products of the dequantised weights, as in the browser
+        # (onnxruntime's x86 fusions would quantise the activations too)
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        session = onnxruntime.InferenceSession(str(small), options, providers=["CPUExecutionProvider"])
+        fixtures = []
+        for first, second in self.FIXTURES:
+            out = {}
+            for key, text in (("first", first), ("second", second)):
+                ids = self.minilm.tokenize(text)
+                emb8, *w8 = session.run(None, {"ids": torch.tensor([ids]).numpy()})
+                emb, _unused = self.run(text)
+                out[key] = {"text": text, "ids": ids, "embedding_int8": emb8[0].tolist(),
+                            "weights_int8": w8[self.layer][0].ravel().tolist(),
+                            "embedding": emb.tolist()}
+            fixtures.append(out)
+        return {"model": small.name, "vocab": vocab.name}, fixtures
+
+    def _spec(self):
+        cfg = self.minilm.model.config
+        return {"first": self.first, "second": self.second, "layer": self.layer, "head": self.head,
+                "n_layers": len(self.minilm.model.blocks), "n_heads": cfg.n_heads,
+                "max_length": self.minilm.max_length, "mb": self.mb}
+
+    @staticmethod
+    def words() -> dict:
+        return {"title": _("Type two sentences (live, in your browser, 8-bit MiniLM)"),
+                "first": _("sentence 1"), "second": _("sentence 2"), "layer": _("layer"),
+                "head": _("head"), "cosine": _("cosine of the two sentence embeddings: {c}"),
+                "map": _("layer {l}, head {h}: attention weights over sentence 1 (rows: queries, "
+                         "columns: keys)"),
+                **_common_words(),
+                "loading": _("loading the 8-bit MiniLM ({mb} MB, runs in your browser)"),
+                "errors": {"long": _("the text is {n} tokens long (with [CLS] and [SEP]), longer "
+                                     "than the model's context of {m} tokens")}}
+
+    def __repr__(self):
+        return "<live.Sentences: MiniLM>"
