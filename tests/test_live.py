@@ -229,14 +229,6 @@ def test_weights_in_8_bits_keep_the_products_close_and_the_file_small(tmp_path, 
         live.quantize_weights(full, tmp_path / "none.onnx", min_size=10**9)
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    from beforeqkv.pretrained import WeightsMissing, load_minilm
-    try:
-        return load_minilm()
-    except WeightsMissing as err:
-        pytest.skip(str(err))
-
 
 def test_minilm_in_8_bits_keeps_the_embeddings_and_the_tokens(tmp_path, minilm):
     s = live.Sentences(minilm)

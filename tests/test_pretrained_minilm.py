@@ -7,18 +7,11 @@ import torch.nn.functional as F
 
 from beforeqkv import models
 from beforeqkv.attention import with_weights
-from beforeqkv.pretrained import WeightsMissing, load_minilm, require
+from beforeqkv.pretrained import WeightsMissing, require
 from beforeqkv.pretrained.minilm import (DISTRIBUTION, MAX_SEQ_LENGTH, QK_ASYMMETRY_MEDIAN, REFERENCE_COSINES,
                                          REFERENCE_SENTENCES,
                                          hf_to_package, mean_pool, minilm_config)
 
-
-@pytest.fixture(scope="module")
-def minilm():
-    try:
-        return load_minilm()
-    except WeightsMissing as err:
-        pytest.skip(str(err))
 
 
 def test_it_is_the_package_transformer_as_a_post_norm_encoder(minilm):
