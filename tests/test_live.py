@@ -242,3 +242,262 @@ def test_minilm_in_8_bits_keeps_the_embeddings_and_the_tokens(tmp_path, minilm):
             assert np.linalg.norm(np.array(side["embedding_int8"]) - side["embedding"]) <= 0.06
         ref = minilm.encode([f["first"]["text"], f["second"]["text"]])
         assert abs(float(ref[0] @ ref[1]) - float(np.dot(f["first"]["embedding"], f["second"]["embedding"]))) <= 1e-5
+
+
+# ---------------------------------------------------------------- chapters 5 and 6: heads
+NAMES = [f"{'RSP'[i % 3]}{i // 3}" for i in range(24)]
+BEATS = [3 * (i // 3) + (i + 1) % 3 for i in range(24)]
+SUCC = [r * 8 + (k + 1) % 8 for r in range(4) for k in range(8)]
+PRED = [r * 8 + (k - 1) % 8 for r in range(4) for k in range(8)]
+
+
+def _triads(seed=0):
+    torch.manual_seed(seed)
+    return live.Heads({"full bilinear": models.TriadModel("full bilinear"), "cosine": models.TriadModel("cosine")},
+                      "ch05-triads", NAMES, [("", BEATS)], "R0:3 P0:1 S0:5 R2:0 S2:7 P2:2")
+
+
+def _rings(seed=0):
+    torch.manual_seed(seed)
+    return live.Heads({f"H={h}": models.RingHeads(n_heads=h) for h in (1, 2, 4)}, "ch06-ring",
+                      [str(i) for i in range(32)], [("s", SUCC), ("p", PRED)],
+                      "8:3 9:5 10:1 11:7 12:0 13:2 14:6 15:4", start="H=2")
+
+
+def _run_heads(path, items, payloads):
+    s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return s.run(None, {"items": np.array([items]), "payloads": np.array([payloads])})
+
+
+@pytest.mark.parametrize("text,items,payloads", [
+    ("R0:3 P0:1", [0, 2], [3, 1]), ("S7:7,R1:0 ,  P1:6", [22, 3, 5], [7, 0, 6]), ("P7:0", [23], [0]),
+])
+def test_parse_sequence_reads_items_by_name(text, items, payloads):
+    assert live.parse_sequence(text, NAMES, 8) == (items, payloads)
+
+
+@pytest.mark.parametrize("text,words", [
+    ("R0-3", "not item:payload, e.g. R0:3 \\(items R0 to P7\\)"), ("R0:", "not item:payload"),
+    ("X0:1", "not item:payload"), ("R8:1", "not item:payload"), ("r0:1", "not item:payload"),
+    (":1", "not item:payload"), ("R0:-1", "not item:payload"), ("R0:³", "not item:payload"),
+    ("R0:8", "payloads go from 0 to 7"), ("R0:1 R0:2", "item R0 appears twice"),
+    ("", "at least one item:payload, e.g. R0:3"), (" , ", "at least one"), (None, "as text"),
+])
+def test_parse_sequence_refuses_bad_input_in_words(text, words):
+    with pytest.raises(ValueError, match=words):
+        live.parse_sequence(text, NAMES, 8)
+
+
+@pytest.mark.parametrize("make", [_triads, _rings], ids=["triads", "rings"])
+def test_heads_export_gives_pytorchs_numbers_at_any_length(tmp_path, make):
+    heads = make()
+    spec = heads.export(tmp_path)
+    assert list(spec["files"]) == list(heads.models)
+    assert len(spec["fixtures"]) == 3 * len(heads.models)
+    for f in spec["fixtures"]:       # 6 (or 8), reversed, and half: the files were traced at 3
+        items, payloads = heads.parse(f["sequence"])
+        logits, weights = _run_heads(tmp_path / spec["files"][f["model"]], items, payloads)
+        assert np.abs(logits.ravel() - f["logits"]).max() <= 1e-5
+        assert np.abs(weights.ravel() - f["weights"]).max() <= 1e-5
+        t = len(items)
+        assert np.allclose(np.asarray(f["weights"]).reshape(-1, t, t).sum(-1), 1, atol=1e-5)
+    assert {f["sequence"] for f in spec["fixtures"]} == set(heads.fixture_inputs())
+
+
+@pytest.mark.parametrize("make", [_triads, _rings], ids=["triads", "rings"])
+def test_no_model_of_chapters_5_and_6_sees_positions(make):
+    """What the chapters' prose says of *shuffle*: the weights move with the tokens."""
+    heads = make(seed=3)
+    tokens = heads.sequence.split()
+    order = [3, 0, 5, 1, 4, 2] + list(range(6, len(tokens)))
+    moved = " ".join(tokens[i] for i in order)
+    for label in heads.models:
+        lo, w = heads.run(label, heads.sequence)
+        lo2, w2 = heads.run(label, moved)
+        assert torch.allclose(w2, w[:, order][:, :, order], atol=1e-6)
+        assert torch.allclose(lo2, lo[order], atol=1e-5)
+
+
+def test_heads_marks_each_target_and_counts_right_payloads():
+    rings = _rings()
+    items, _unused = rings.parse("8:3 9:5 11:7")
+    assert rings.targets(items) == [[1, None], [None, 0], [None, None]]   # 10 and 15 absent
+    fig = rings.figure("H=2", "8:3 9:5 10:1")
+    assert len(fig.axes) == 2 and "of 4" in fig.axes[0].get_title()   # 11 and 15 absent
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["8:3", "9:5", "10:1"]
+
+
+def test_heads_refuses_bad_models_marks_and_start():
+    ring = {"H=1": models.RingHeads(n_heads=1)}
+    with pytest.raises(ValueError, match="trained model"):
+        live.Heads({}, "x", ["a", "b"], [("s", [1, 0])], "a:1")
+    with pytest.raises(ValueError, match="a target for every item"):
+        live.Heads(ring, "x", ["a", "b"], [("s", [1])], "a:1")
+    with pytest.raises(ValueError, match="not one of the models"):
+        live.Heads(ring, "x", ["a", "b"], [("s", [1, 0])], "a:1", start="H=2")
+    with pytest.raises(ValueError, match="appears twice"):
+        live.Heads(ring, "x", ["a", "b"], [("s", [1, 0])], "a:1 a:2")
+
+
+def test_the_heads_widget_and_component(tmp_path):
+    pytest.importorskip("ipywidgets")
+    triads = _triads()
+    ui = triads.widget()
+    assert [c.value for c in ui.children[:2]] == ["full bilinear", triads.sequence]
+    triads.export(tmp_path)
+    spec = json.loads(re.search(r'class="bqkv-live-spec">(.*?)</script>', triads.html(), re.S).group(1))
+    assert spec["kind"] == "heads" and spec["names"] == NAMES and spec["marks"] == [{"letter": "", "target": BEATS}]
+    assert set(spec["words"]["errors"]) == {"token", "payload", "twice", "empty"}
+
+
+def test_the_pages_script_reads_the_same_sequence_rules_as_python():
+    """bqkv-live.js mirrors parse_sequence: the last colon splits, ASCII digits, the bound, distinct items."""
+    js = (ROOT / "book" / "_static" / "bqkv-live.js").read_text()
+    assert 'token.lastIndexOf(":")' in js and "/^[0-9]+$/.test(p)" in js
+    assert "parseInt(p, 10) >= spec.n_payloads" in js and "items.indexOf(id) >= 0" in js
+
+
+# ---------------------------------------------------------------- chapter 9: slots
+@pytest.fixture(scope="module")
+def memories():
+    from beforeqkv import tasks
+    keys, target = tasks.random_facts(32, d_model=32, generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    return {"trained": models.MLPMemory(32, 16, 16),
+            "by hand": models.handwritten_memory(keys, target, d_mlp=16)}, keys, target
+
+
+def test_slots_export_gives_pytorchs_numbers(tmp_path, memories):
+    mems, keys, target = memories
+    slots = live.Slots(mems, keys, target)
+    spec = slots.export(tmp_path)
+    assert spec["files"] == {"trained": "ch09-slots-0.onnx", "by hand": "ch09-slots-1.onnx"}
+    assert len(spec["fixtures"]) == 2 * len(live.Slots.FIXTURES)
+    for f in spec["fixtures"]:
+        s = ort.InferenceSession(str(tmp_path / spec["files"][f["memory"]]), providers=["CPUExecutionProvider"])
+        w, logits, votes = s.run(None, {"a": np.array([f["a"]]), "b": np.array([f["b"]]),
+                                        "t": np.array([f["t"]], dtype=np.float32)})
+        for got, want in ((w, f["weights"]), (logits, f["logits"]), (votes, f["votes"])):
+            assert np.abs(got.ravel() - want).max() <= 1e-5
+    # the votes are the slot weights times the value rows: their sum over slots is the logits less the bias
+    f = spec["fixtures"][1]
+    votes = torch.tensor(f["votes"]).view(16, 16)
+    bias = mems[f["memory"]].W_out.bias.detach()
+    assert torch.allclose(votes.sum(0) + bias, torch.tensor(f["logits"]), atol=1e-5)
+
+
+def test_a_blend_of_0_or_1_reads_fact_a_or_fact_b(memories):
+    mems, keys, target = memories
+    slots = live.Slots(mems, keys, target)
+    for label, memory in mems.items():
+        with torch.no_grad():
+            for a, b in ((3, 20), (17, 5)):
+                assert torch.allclose(slots.run(label, a, b, 0.0)[1], memory(keys[a]), atol=1e-6)
+                assert torch.allclose(slots.run(label, a, b, 1.0)[1], memory(keys[b]), atol=1e-6)
+    # the hand-written memory: fact 3 has slot 3, fact 20 none (facts 16-31 have no slot)
+    w3, _l, _v = slots.run("by hand", 3, 20, 0.0)
+    w20, _l, _v = slots.run("by hand", 20, 3, 0.0)
+    assert int(w3.argmax()) == 3 and float(w3.max()) > 0 and float(w20.max()) == 0
+
+
+@pytest.mark.parametrize("a,b,t,words", [
+    (32, 0, 0.0, "from 0 to 31"), (-1, 0, 0.0, "from 0 to 31"), (0, 1.5, 0.0, "from 0 to 31"),
+    (True, 0, 0.0, "from 0 to 31"), (0, 1, 1.01, "blend goes from 0"), (0, 1, -0.1, "blend goes from 0"),
+])
+def test_slots_refuse_bad_facts_and_blends_in_words(memories, a, b, t, words):
+    mems, keys, target = memories
+    with pytest.raises(ValueError, match=words):
+        live.Slots(mems, keys, target).run("trained", a, b, t)
+
+
+def test_slots_widget_figure_and_component(tmp_path, memories):
+    pytest.importorskip("ipywidgets")
+    mems, keys, target = memories
+    slots = live.Slots(mems, keys, target, fact=5, other=9, blend=0.25, start="by hand")
+    assert [c.value for c in slots.widget().children[:4]] == ["by hand", 5, 9, 0.25]
+    fig = slots.figure("by hand", 5, 9, 0.25)
+    assert fig.axes[1].get_title().startswith(f"fact 5's class {int(target[5])}")
+    slots.export(tmp_path)
+    spec = json.loads(re.search(r'class="bqkv-live-spec">(.*?)</script>', slots.html(), re.S).group(1))
+    assert spec["kind"] == "slots" and spec["target"] == target.tolist() and spec["start"] == "by hand"
+    with pytest.raises(ValueError, match="MLPMemory"):
+        live.Slots({"x": torch.nn.Linear(2, 2)}, keys, target)
+    with pytest.raises(ValueError, match="not one of the memories"):
+        live.Slots(mems, keys, target, start="other")
+
+
+# ---------------------------------------------------------------- chapter 4: rows
+@pytest.fixture(scope="module")
+def mixers():
+    torch.manual_seed(0)
+    return {"static": models.StaticMixer(), "content": models.ContentMixer(),
+            "content, no positions": models.ContentMixer(positions=False)}
+
+
+@pytest.mark.parametrize("text,tokens", [
+    ("3 9 14 0 9 5 1 12 7 7 2 15 4 0 11 6", [3, 9, 14, 0, 9, 5, 1, 12, 7, 7, 2, 15, 4, 0, 11, 6]),
+    (",".join(["15"] * 16), [15] * 16), ("0 " * 16, [0] * 16),
+])
+def test_parse_tokens_reads_sixteen_tokens(text, tokens):
+    assert live.parse_tokens(text) == tokens
+
+
+@pytest.mark.parametrize("text,words", [
+    ("1 2 3", "type 16 tokens, one per position; there are 3"), ("", "there are 0"),
+    ("1 " * 17, "there are 17"), ("16 " + "0 " * 15, "'16' is not a token: tokens go from 0 to 15"),
+    ("-1 " + "0 " * 15, "is not a token"), ("1.5 " + "0 " * 15, "is not a token"),
+    ("٣ " + "0 " * 15, "is not a token"), (None, "as text"),
+])
+def test_parse_tokens_refuses_bad_input_in_words(text, words):
+    with pytest.raises(ValueError, match=words):
+        live.parse_tokens(text)
+
+
+def test_rows_export_gives_pytorchs_numbers_for_every_mixer(tmp_path, mixers):
+    rows = live.Rows(mixers)
+    spec = rows.export(tmp_path)
+    assert spec["files"] == {m: f"ch04-pointer-{k}.onnx" for k, m in enumerate(mixers)}
+    assert len(spec["fixtures"]) == len(live.Rows.FIXTURES)
+    for f in spec["fixtures"]:
+        weights, logits = [], []
+        for m in mixers:
+            s = ort.InferenceSession(str(tmp_path / spec["files"][m]), providers=["CPUExecutionProvider"])
+            lo, w = s.run(None, {"tokens": np.array([live.parse_tokens(f["tokens"])]), "query": np.array([f["query"]])})
+            weights += w.ravel().tolist()
+            logits += lo.ravel().tolist()
+        assert np.abs(np.array(weights) - f["weights"]).max() <= 1e-5
+        assert np.abs(np.array(logits) - f["logits"]).max() <= 1e-5
+        assert len(weights) == 3 * 16 and len(logits) == 3 * 16
+
+
+def test_rows_widget_figure_and_refusals(mixers):
+    pytest.importorskip("ipywidgets")
+    rows = live.Rows(mixers, query=4)
+    assert [c.value for c in rows.widget().children[:2]] == [rows.tokens, 4]
+    fig = rows.figure(rows.tokens, 4)
+    assert "read position 4 (answer 9)" in fig.axes[0].get_title()
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == rows.tokens.split()
+    assert rows._spec()["labels"] == ["static", "content", "content, no positions"]
+    with pytest.raises(ValueError, match="position from 0 to 15"):
+        rows.run(rows.tokens, 16)
+    with pytest.raises(ValueError, match="trained mixer"):
+        live.Rows({})
+
+
+def test_the_pages_script_reads_the_same_token_rules_as_python():
+    js = (ROOT / "book" / "_static" / "bqkv-live.js").read_text()
+    assert "!/^[0-9]+$/.test(item) || parseInt(item, 10) >= spec.d_vocab" in js
+    assert "tokens.length !== spec.n_ctx" in js
+
+
+def test_the_model_names_on_the_page_are_the_figures_names_in_the_edition(memories):
+    from beforeqkv import i18n
+    mems, keys, target = memories
+    i18n.set_language("zh_CN")
+    try:
+        triads, slots = _triads()._spec(), live.Slots(mems, keys, target)._spec()
+        rings = _rings()._spec()
+    finally:
+        i18n.set_language(None)
+    assert triads["models"] == ["full bilinear", "cosine"] and triads["labels"] == ["完整双线性", "余弦"]
+    assert slots["labels"] != slots["memories"] and rings["labels"] == rings["models"]   # H=1 is H=1

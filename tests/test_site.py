@@ -76,11 +76,17 @@ def test_onnxruntime_web_is_served_from_the_site_with_its_licence(site, edition)
     live = site / edition / "_static" / "live"
     assert sorted(p.name for p in live.iterdir()) == [
         "ch01-recall-n16.onnx", "ch01-recall-n2.onnx", "ch01-recall-n32.onnx", "ch01-recall-n4.onnx",
-        "ch01-recall-n8.onnx", "ch01-recall.json", "ch08-prompt.json", "ch08-prompt.onnx",
+        "ch01-recall-n8.onnx", "ch01-recall.json",
+        *(f"ch04-pointer-{k}.onnx" for k in range(3)), "ch04-pointer.json",  # the 3 mixers
+        *(f"ch05-triads-{k}.onnx" for k in range(8)), "ch05-triads.json",   # the 8 scores
+        *(f"ch06-ring-{k}.onnx" for k in range(3)), "ch06-ring.json",       # H = 1, 2, 4
+        "ch08-prompt.json", "ch08-prompt.onnx",
+        *(f"ch09-slots-{k}.onnx" for k in range(2)), "ch09-slots.json",     # trained, by hand
         "ch10-minilm-int8.onnx", "ch10-minilm-vocab.txt", "ch10-minilm.json"]
     with_script = sorted(p.stem for p in (site / edition / "book").glob("*.html")
                          if "bqkv-live.js" in p.read_text("utf-8"))
-    assert with_script == ["01_squished_memory", "08_transformer", "10_real_encoder"]
+    assert with_script == ["01_squished_memory", "04_dynamic_weights", "05_queries_keys", "06_values_heads",
+                           "08_transformer", "09_mlp_memory", "10_real_encoder"]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)

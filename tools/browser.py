@@ -313,7 +313,7 @@ _LIVE_STATE = """i => { const box = document.querySelectorAll('.bqkv-live')[i];
 _LIVE_SETTLED = """i => ['ready', 'error'].includes(document.querySelectorAll('.bqkv-live')[i].dataset.state)"""
 _SLIDE = """(el, value) => { el.value = String(value); el.dispatchEvent(new Event('input')); }"""
 _LIVE_ASSETS = re.compile(r"/_static/(ort|live)/")
-# Where the reader types: the pairs (chapter 1), the prompt (chapter 8)
+# Where the reader types: the pairs (chapter 1), the sequence (5, 6), the prompt (8), the sentences (10)
 TYPED = "input[type=text], textarea"
 
 
@@ -327,6 +327,20 @@ def _live_input(page, i, fixture):
         box.locator("input[type=number]").fill(str(fixture["query"]))
         box.locator("input[type=text]").fill(fixture["pairs"])
         want = {k: fixture[k] for k in ("n", "pairs", "query")}
+    elif "tokens" in fixture:                         # chapter 4: a query position, the tokens
+        box.locator("input[type=range]").evaluate(_SLIDE, fixture["query"])
+        box.locator("input[type=text]").fill(fixture["tokens"])
+        want = {k: fixture[k] for k in ("tokens", "query")}
+    elif "sequence" in fixture:                       # chapters 5 and 6: a model, a sequence
+        box.locator("select").select_option(fixture["model"])
+        box.locator("input[type=text]").fill(fixture["sequence"])
+        want = {k: fixture[k] for k in ("model", "sequence")}
+    elif "memory" in fixture:                         # chapter 9: a memory, two facts, a blend
+        box.locator("select").select_option(fixture["memory"])
+        sliders = box.locator("input[type=range]")
+        for k, key in enumerate(("a", "b", "t")):
+            sliders.nth(k).evaluate(_SLIDE, fixture[key])
+        want = {k: fixture[k] for k in ("memory", "a", "b", "t")}
     elif "first" in fixture:                          # chapter 10: two sentences, a layer
         box.locator("select").first.select_option(str(spec_layer(page, i)))
         texts = box.locator("input[type=text]")
@@ -387,7 +401,7 @@ def check_live(html_dir, page, bad_inputs=None, shots_dir=None):
             boxes = page_.locator(".bqkv-live")
             for i in range(boxes.count()):       # the first touch: the runtime and the model load
                 t0 = time.monotonic()
-                boxes.nth(i).locator("select, textarea").first.focus()
+                boxes.nth(i).locator("select, textarea, input").first.focus()
                 page_.wait_for_function(_LIVE_SETTLED, arg=i, timeout=60_000)
                 out["first_touch_s"].append(round(time.monotonic() - t0, 2))
             here = page_.evaluate("document.documentElement.dataset.content_root")
@@ -414,7 +428,7 @@ def check_live(html_dir, page, bad_inputs=None, shots_dir=None):
                                             has_touch=True), base)
             pp = _visit(ptab, f"{base}/{page}")
             for i in range(boxes.count()):
-                pp.locator(".bqkv-live").nth(i).locator(TYPED).first.tap()
+                pp.locator(".bqkv-live").nth(i).locator(f"{TYPED}, input[type=range]").first.tap()
                 r = _live_input(pp, i, out["explorers"][i]["fixtures"][0][0])
                 r["width"] = pp.evaluate("document.documentElement.scrollWidth")
                 out["explorers"][i]["phone"] = r
@@ -433,7 +447,7 @@ def check_live(html_dir, page, bad_inputs=None, shots_dir=None):
                 focused = kp.evaluate("document.activeElement.tagName")
                 kp.keyboard.press("ArrowUp" if focused == "SELECT" else "End")
                 if focused != "SELECT":
-                    kp.keyboard.type("e")
+                    kp.keyboard.type(" ")     # a space: valid in every typed input
                 kp.wait_for_function(_LIVE_SETTLED, arg=i, timeout=60_000)
                 r = kp.evaluate(_LIVE_STATE, i)
                 r["focused"] = focused

@@ -5,8 +5,12 @@
  * _static/ort/, single-threaded WebAssembly) and the chapter's ONNX model (_static/live/) load
  * once, and every change of input runs the model again. The last result is kept on the element
  * (el.bqkvResult) and its state in data-state: idle, loading, ready, error, off.
- * Two kinds: "recall" (chapter 1: typed key:value pairs and a query) and "prompt" (chapter 8:
- * a typed prompt, continued by the character GPT). The input rules mirror beforeqkv.live;
+ * Six kinds: "recall" (chapter 1: typed key:value pairs and a query), "rows" (chapter 4: typed
+ * tokens and a query position, each mixer's weights), "heads" (chapters 5
+ * and 6: a typed sequence of item:payload tokens, every head's weights over it), "slots"
+ * (chapter 9: any fact's key, or a blend of two, read by a slot memory), "prompt"
+ * (chapter 8: a typed prompt, continued by the character GPT) and "sentences" (chapter 10:
+ * two typed sentences, read by an 8-bit MiniLM). The input rules mirror beforeqkv.live;
  * tests/test_browser.py holds the numbers to PyTorch's.
  */
 (function () {
@@ -82,6 +86,26 @@
     var label = el("label", {}, text + " ");
     label.appendChild(control);
     return label;
+  }
+
+  // A drop-down of values (shown as labels, or as the values), ``start`` chosen.
+  function choose(values, labels, start, aria) {
+    var s = el("select", {"aria-label": aria});
+    values.forEach(function (v, k) {
+      var o = el("option", {value: v}, String(labels ? labels[k] : v));
+      if (v === start) o.selected = true;
+      s.appendChild(o);
+    });
+    return s;
+  }
+
+  // A slider with its value shown beside it; onInput() after each move. {input, wrap}
+  function slider(label, min, max, step, value, onInput) {
+    var input = el("input", {type: "range", min: min, max: max, step: step, value: value, "aria-label": label});
+    var shown = el("output", {}, String(value)), wrap = labelled(label, input);
+    wrap.appendChild(shown);
+    input.addEventListener("input", function () { shown.textContent = input.value; if (onInput) onInput(); });
+    return {input: input, wrap: wrap};
   }
 
   // viridis at a few stops, linearly mixed: the colour map of the book's heatmaps
@@ -168,23 +192,15 @@
 
   function recall(box, spec, panel, go) {
     var w = spec.words;
-    var model = el("select", {"aria-label": w.model});
-    spec.models.forEach(function (n) {
-      var o = el("option", {value: n}, String(n));
-      if (n === spec.start) o.selected = true;
-      model.appendChild(o);
-    });
+    var model = choose(spec.models, null, spec.start, w.model);
     var pairs = el("input", {type: "text", value: spec.pairs, size: 28, spellcheck: "false",
                              autocomplete: "off", "aria-label": w.pairs});
     var query = el("input", {type: "number", min: 0, max: spec.n_keys - 1, value: spec.query,
                              "aria-label": w.query, style: "width:4.5em"});
-    var count = el("input", {type: "range", min: 1, max: spec.n_keys, value: 8, "aria-label": w.count});
-    var shown = el("output", {}, "8");
+    var count = slider(w.count, 1, spec.n_keys, 1, 8).input;
     var random = el("button", {type: "button"}, w.random);
-    var more = labelled(w.count, count);
-    more.appendChild(shown);
     panel.controls.append(labelled(w.model, model), labelled(w.pairs, pairs), labelled(w.query, query),
-                          more, random);
+                          count.parentNode, random);
     function compute() {
       var input = parsePairs(pairs.value, spec), q = parseInt(query.value, 10);
       if (!(q >= 0 && q < spec.n_keys)) throw new Error(fill(w.errors.query, {k: spec.n_keys - 1}));
@@ -201,7 +217,6 @@
     model.addEventListener("change", function () { go(compute); });
     pairs.addEventListener("input", function () { go(compute); });
     query.addEventListener("input", function () { go(compute); });
-    count.addEventListener("input", function () { shown.textContent = count.value; });
     random.addEventListener("click", function () {
       var keys = [], out = [], k;
       while (keys.length < parseInt(count.value, 10)) {
@@ -214,6 +229,256 @@
       go(compute);
     });
     return {controls: [model, pairs, query, count, random], compute: compute};
+  }
+
+  /* ---------------------------------------------------------------- chapter 4: rows */
+
+  // The rules of beforeqkv.live.parse_tokens; an Error whose message is in the page's words.
+  function parseTokens(text, spec) {
+    var e = spec.words.errors, tokens = [];
+    text.replace(/,/g, " ").split(/\s+/).filter(Boolean).forEach(function (item) {
+      if (!/^[0-9]+$/.test(item) || parseInt(item, 10) >= spec.d_vocab) {
+        throw new Error(fill(e.token, {item: item, v: spec.d_vocab - 1}));
+      }
+      tokens.push(parseInt(item, 10));
+    });
+    if (tokens.length !== spec.n_ctx) throw new Error(fill(e.count, {t: spec.n_ctx, n: tokens.length}));
+    return tokens;
+  }
+
+  var LINES = ["#1f77b4", "#d62728", "#2ca02c"];
+  function drawRows(figure, spec, tokens, query, weights, logits) {
+    var w = spec.words, t = spec.n_ctx, dx = 30, left = 30, top = 8, height = 150, width = left + t * dx + 6;
+    var s = svg("svg", {viewBox: "0 0 " + width + " " + (height + 36), width: "100%", role: "img",
+                        style: "max-width:" + width + "px;display:block"});
+    s.appendChild(svg("title", {}, fill(w.row, {p: query, t: tokens[query]})));
+    function y(v) { return top + (height - top) * (1 - v); }
+    s.appendChild(svg("rect", {x: left + (query - 0.5) * dx + dx / 2, y: top, width: dx, height: height - top,
+                               fill: "gold", "fill-opacity": 0.3}));
+    [0, 0.5, 1].forEach(function (v) {
+      s.appendChild(svg("line", {x1: left, x2: width - 6, y1: y(v), y2: y(v), stroke: "gray", "stroke-width": 0.4}));
+      s.appendChild(svg("text", {x: left - 4, y: y(v) + 4, "text-anchor": "end", "font-size": 10, fill: "currentColor"},
+                        String(v)));
+    });
+    tokens.forEach(function (tok, j) {
+      s.appendChild(svg("text", {x: left + j * dx + dx / 2, y: height + 14, "text-anchor": "middle", "font-size": 11,
+                                 fill: "currentColor"}, String(tok)));
+    });
+    var said = [];
+    spec.mixers.forEach(function (m, k) {
+      var row = weights.slice(k * t, (k + 1) * t), colour_ = LINES[k % LINES.length];
+      s.appendChild(svg("polyline", {points: row.map(function (v, j) { return (left + j * dx + dx / 2) + "," + y(v); }).join(" "),
+                                     fill: "none", stroke: colour_, "stroke-width": 2}));
+      row.forEach(function (v, j) {
+        s.appendChild(svg("circle", {cx: left + j * dx + dx / 2, cy: y(v), r: 2.5, fill: colour_}));
+      });
+      var a = argmax(logits.slice(k * spec.d_vocab, (k + 1) * spec.d_vocab));
+      var item = el("span", {"class": "bqkv-live-key", style: "color:" + colour_}, "\u25cf ");
+      var line = el("span", {}, fill(w.answer, {mixer: spec.labels[k], a: a}));
+      said.push(item, line, document.createTextNode("  "));
+    });
+    var legend = el("p", {"class": "bqkv-live-answer"});
+    legend.append.apply(legend, said);
+    figure.replaceChildren(el("p", {"class": "bqkv-live-caption"}, fill(w.row, {p: query, t: tokens[query]})), s, legend);
+  }
+
+  function rows(box, spec, panel, go) {
+    var w = spec.words;
+    var text = el("input", {type: "text", value: spec.tokens, size: 40, spellcheck: "false", autocomplete: "off",
+                            "aria-label": w.tokens});
+    var q = slider(w.query, 0, spec.n_ctx - 1, 1, spec.query, function () { go(compute); }), query = q.input;
+    var random = el("button", {type: "button"}, w.random);
+    panel.controls.append(labelled(w.tokens, text), q.wrap, random);
+    function compute() {
+      var tokens = parseTokens(text.value, spec), p = parseInt(query.value, 10), typed = text.value;
+      var weights = [], logits = [];
+      var chain = Promise.resolve();
+      spec.mixers.forEach(function (m) {
+        chain = chain.then(function () {
+          return run(spec.files[m], function (ort) {
+            return {tokens: int64(tokens, [1, spec.n_ctx], ort), query: int64([p], [1], ort)};
+          }).then(function (out) {
+            weights = weights.concat(Array.from(out.weights.data));
+            logits = logits.concat(Array.from(out.logits.data));
+          });
+        });
+      });
+      return chain.then(function () {
+        return {draw: function () { drawRows(panel.figure, spec, tokens, p, weights, logits); },
+                result: {tokens: typed, query: p, weights: weights, logits: logits}};
+      });
+    }
+    text.addEventListener("input", function () { go(compute); });
+    random.addEventListener("click", function () {
+      var out = [];
+      for (var j = 0; j < spec.n_ctx; j++) out.push(Math.floor(Math.random() * spec.d_vocab));
+      text.value = out.join(" ");
+      go(compute);
+    });
+    return {controls: [text, query, random], compute: compute};
+  }
+
+  /* ------------------------------------------------- chapters 5 and 6: heads over a sequence */
+
+  // The rules of beforeqkv.live.parse_sequence; an Error whose message is in the page's words.
+  function parseSequence(text, spec) {
+    var e = spec.words.errors, names = spec.names, items = [], payloads = [];
+    var a = names[0], z = names[names.length - 1];
+    text.replace(/,/g, " ").split(/\s+/).filter(Boolean).forEach(function (token) {
+      var at = token.lastIndexOf(":"), name = token.slice(0, Math.max(at, 0)), p = token.slice(at + 1);
+      var id = names.indexOf(name);
+      if (at < 0 || id < 0 || !/^[0-9]+$/.test(p)) throw new Error(fill(e.token, {token: token, a: a, z: z}));
+      if (parseInt(p, 10) >= spec.n_payloads) throw new Error(fill(e.payload, {token: token, p: spec.n_payloads - 1}));
+      if (items.indexOf(id) >= 0) throw new Error(fill(e.twice, {name: name}));
+      items.push(id); payloads.push(parseInt(p, 10));
+    });
+    if (!items.length) throw new Error(fill(e.empty, {a: a}));
+    return {items: items, payloads: payloads};
+  }
+
+  function drawHeads(figure, spec, label, input, r) {
+    var w = spec.words, t = input.items.length, k = spec.marks.length, p = spec.n_payloads;
+    var labels = input.items.map(function (id, i) { return spec.names[id] + ":" + input.payloads[i]; });
+    var where = {}, right = 0, asked = 0;
+    input.items.forEach(function (id, i) { where[id] = i; });
+    // targets[i][m]: the position of the item query i must read for mark m (undefined: absent)
+    var targets = input.items.map(function (id) { return spec.marks.map(function (m) { return where[m.target[id]]; }); });
+    var guesses = input.items.map(function (id, i) {
+      return spec.marks.map(function (m, j) {
+        var g = argmax(r.logits.slice((i * k + j) * p, (i * k + j + 1) * p)), at = targets[i][j];
+        if (at !== undefined) { asked += 1; if (g === input.payloads[at]) right += 1; }
+        return {g: g, ok: at === undefined ? null : g === input.payloads[at]};
+      });
+    });
+    var cell = Math.max(12, Math.min(34, Math.floor(300 / t))), pad = 34, font = Math.min(11, cell - 2);
+    var maps = el("div", {"class": "bqkv-live-heads"});
+    for (var h = 0; h < r.heads; h++) {
+      var extra = h === 0 ? 16 + 22 * k : 0, width = pad + t * cell + extra, height = pad + t * cell;
+      var map = svg("svg", {viewBox: "0 0 " + width + " " + height, width: "100%", role: "img",
+                            style: "max-width:" + width + "px;display:block"});
+      map.appendChild(svg("title", {}, fill(w.head, {label: label, h: h + 1})));
+      for (var i = 0; i < t; i++) {
+        map.appendChild(svg("text", {x: pad - 3, y: pad + i * cell + cell / 2 + 4, "text-anchor": "end",
+                                     "font-size": font, fill: "currentColor"}, labels[i]));
+        map.appendChild(svg("text", {"font-size": font, fill: "currentColor", "text-anchor": "start",
+                                     transform: "translate(" + (pad + i * cell + cell / 2 + 4) + "," + (pad - 3) + ") rotate(-90)"},
+                            labels[i]));
+        for (var j = 0; j < t; j++) {
+          map.appendChild(svg("rect", {x: pad + j * cell, y: pad + i * cell, width: cell, height: cell,
+                                       fill: colour(r.weights[(h * t + i) * t + j])}));
+        }
+        targets[i].forEach(function (at, m) {
+          if (at === undefined) return;
+          var x = pad + at * cell, y = pad + i * cell;
+          map.appendChild(svg("rect", {x: x + 1, y: y + 1, width: cell - 2, height: cell - 2, fill: "none",
+                                       stroke: "red", "stroke-width": 2}));
+          if (spec.marks[m].letter) {
+            map.appendChild(svg("text", {x: x + cell / 2, y: y + cell / 2 + 4, "text-anchor": "middle",
+                                         "font-size": font, fill: "red"}, spec.marks[m].letter));
+          }
+        });
+        if (extra) {              // what the model predicts at this position, per mark
+          guesses[i].forEach(function (g, m) {
+            map.appendChild(svg("text", {x: pad + t * cell + 8 + 22 * m, y: pad + i * cell + cell / 2 + 4,
+                                         "font-size": font, fill: g.ok === null ? "currentColor" : g.ok ? "#2a7d2a" : "#c62828"},
+                                (spec.marks[m].letter ? spec.marks[m].letter : "") + g.g));
+          });
+        }
+      }
+      var fig = el("figure", {});
+      fig.append(map, el("figcaption", {}, fill(w.head, {label: label, h: h + 1})));
+      maps.appendChild(fig);
+    }
+    figure.replaceChildren(el("p", {"class": "bqkv-live-answer"}, fill(w.right, {r: right, n: asked})),
+                           el("p", {"class": "bqkv-live-caption"}, w.heads), maps);
+    return {right: right, asked: asked};
+  }
+
+  function heads(box, spec, panel, go) {
+    var w = spec.words;
+    var model = choose(spec.models, spec.labels, spec.start, w.model);
+    var text = el("input", {type: "text", value: spec.sequence, size: 36, spellcheck: "false",
+                            autocomplete: "off", "aria-label": w.sequence});
+    var shuffle = el("button", {type: "button"}, w.shuffle);
+    panel.controls.append(labelled(w.model, model), labelled(w.sequence, text), shuffle);
+    function compute() {
+      var input = parseSequence(text.value, spec), label = model.value, typed = text.value, t = input.items.length;
+      return run(spec.files[label], function (ort) {
+        return {items: int64(input.items, [1, t], ort), payloads: int64(input.payloads, [1, t], ort)};
+      }).then(function (out) {
+        var r = {logits: Array.from(out.logits.data), weights: Array.from(out.weights.data)};
+        r.heads = r.weights.length / (t * t);
+        var result = {model: label, sequence: typed, logits: r.logits, weights: r.weights};
+        return {draw: function () {
+          var said = drawHeads(panel.figure, spec, spec.labels[spec.models.indexOf(label)], input, r);
+          result.right = said.right; result.asked = said.asked;
+        }, result: result};
+      });
+    }
+    model.addEventListener("change", function () { go(compute); });
+    text.addEventListener("input", function () { go(compute); });
+    shuffle.addEventListener("click", function () {   // the same tokens in a new order
+      var tokens = text.value.replace(/,/g, " ").split(/\s+/).filter(Boolean);
+      for (var i = tokens.length - 1; i > 0; i--) {
+        var j = Math.floor(Math.random() * (i + 1)), x = tokens[i];
+        tokens[i] = tokens[j]; tokens[j] = x;
+      }
+      text.value = tokens.join(" ");
+      go(compute);
+    });
+    return {controls: [model, text, shuffle], compute: compute};
+  }
+
+  /* ---------------------------------------------------------------- chapter 9: slots */
+
+  // Bars over the slots, from zero (values may be negative); colour(v) per bar.
+  function bars(values, title, colourOf) {
+    var n = values.length, w = 18, height = 120, top = 8;
+    var hi = Math.max(0, Math.max.apply(null, values)), lo = Math.min(0, Math.min.apply(null, values));
+    var span = hi - lo || 1, zero = top + (height - 2 * top) * hi / span;
+    var s = svg("svg", {viewBox: "0 0 " + (n * w + 8) + " " + (height + 14), width: "100%", role: "img",
+                        style: "max-width:" + (n * w + 8) + "px;display:block"});
+    s.appendChild(svg("title", {}, title + ": " + values.map(function (v) { return v.toFixed(2); }).join(", ")));
+    values.forEach(function (v, u) {
+      var h = (height - 2 * top) * Math.abs(v) / span;
+      s.appendChild(svg("rect", {x: 4 + u * w + 2, y: v >= 0 ? zero - h : zero, width: w - 4, height: h,
+                                 fill: colourOf(v)}));
+      s.appendChild(svg("text", {x: 4 + u * w + w / 2, y: height + 11, "text-anchor": "middle", "font-size": 9,
+                                 fill: "currentColor"}, String(u)));
+    });
+    s.appendChild(svg("line", {x1: 2, x2: n * w + 6, y1: zero, y2: zero, stroke: "gray", "stroke-width": 0.8}));
+    return s;
+  }
+
+  function slots(box, spec, panel, go) {
+    var w = spec.words, n = spec.target.length;
+    var memory = choose(spec.memories, spec.labels, spec.start, w.memory);
+    function again() { go(compute); }
+    var a = slider(w.a, 0, n - 1, 1, spec.fact, again), b = slider(w.b, 0, n - 1, 1, spec.other, again);
+    var t = slider(w.blend, 0, 1, 0.01, spec.blend, again);
+    panel.controls.append(labelled(w.memory, memory), a.wrap, b.wrap, t.wrap);
+    function compute() {
+      var label = memory.value, fa = parseInt(a.input.value, 10), fb = parseInt(b.input.value, 10);
+      var mix = parseFloat(t.input.value);
+      return run(spec.files[label], function (ort) {
+        return {a: int64([fa], [1], ort), b: int64([fb], [1], ort), t: new ort.Tensor("float32", Float32Array.from([mix]), [1])};
+      }).then(function (out) {
+        var weights = Array.from(out.weights.data), logits = Array.from(out.logits.data);
+        var votes = Array.from(out.votes.data), classes = logits.length, c = spec.target[fa];
+        var mine = weights.map(function (x, u) { return votes[u * classes + c]; });
+        var probs = softmax(logits, 1), best = argmax(probs);
+        return {draw: function () {
+          panel.figure.replaceChildren(
+            el("p", {"class": "bqkv-live-answer"}, fill(w.answer, {p: best, q: probs[best].toFixed(2), a: c, b: spec.target[fb]})),
+            el("p", {"class": "bqkv-live-caption"}, w.weights),
+            bars(weights, w.weights, function () { return "#1f77b4"; }),
+            el("p", {"class": "bqkv-live-caption"}, w.votes),
+            bars(mine, w.votes, function (v) { return v >= 0 ? "#2ca02c" : "#d62728"; }));
+        }, result: {memory: label, a: fa, b: fb, t: mix, weights: weights, logits: logits, votes: votes}};
+      });
+    }
+    memory.addEventListener("change", function () { go(compute); });
+    return {controls: [memory, a.input, b.input, t.input], compute: compute};
   }
 
   /* ---------------------------------------------------------------- chapter 8: prompt */
@@ -315,16 +580,12 @@
     var w = spec.words;
     var text = el("textarea", {rows: 2, cols: 32, spellcheck: "false", "aria-label": w.prompt});
     text.value = spec.prompt;
-    var temperature = el("input", {type: "range", min: 0, max: 1.5, step: 0.01, value: spec.temperature,
-                                   "aria-label": w.temperature});
-    var tShown = el("output", {}, String(spec.temperature));
-    var length = el("input", {type: "range", min: 0, max: 300, step: 1, value: spec.n_chars, "aria-label": w.length});
-    var lShown = el("output", {}, String(spec.n_chars));
+    function redo() { go(compute); }
+    var tSlider = slider(w.temperature, 0, 1.5, 0.01, spec.temperature, redo), temperature = tSlider.input;
+    var lSlider = slider(w.length, 0, 300, 1, spec.n_chars, redo), length = lSlider.input;
     var again = el("button", {type: "button"}, w.again);
     var seed = 0;
-    var tLabel = labelled(w.temperature, temperature), lLabel = labelled(w.length, length);
-    tLabel.appendChild(tShown); lLabel.appendChild(lShown);
-    panel.controls.append(labelled(w.prompt, text), tLabel, lLabel, again);
+    panel.controls.append(labelled(w.prompt, text), tSlider.wrap, lSlider.wrap, again);
     function compute(current) {
       var ids = encode(text.value, spec), t = parseFloat(temperature.value), n = parseInt(length.value, 10);
       var typed = text.value, s = seed;
@@ -337,8 +598,6 @@
       });
     }
     text.addEventListener("input", function () { go(compute); });
-    temperature.addEventListener("input", function () { tShown.textContent = temperature.value; go(compute); });
-    length.addEventListener("input", function () { lShown.textContent = length.value; go(compute); });
     again.addEventListener("click", function () { seed += 1; go(compute); });
     return {controls: [text, temperature, length, again], compute: compute};
   }
@@ -438,16 +697,9 @@
     var w = spec.words;
     var first = el("input", {type: "text", value: spec.first, size: 40, "aria-label": w.first});
     var second = el("input", {type: "text", value: spec.second, size: 40, "aria-label": w.second});
-    function choose(n, start, label) {
-      var s = el("select", {"aria-label": label});
-      for (var i = 0; i < n; i++) {
-        var o = el("option", {value: i}, String(i));
-        if (i === start) o.selected = true;
-        s.appendChild(o);
-      }
-      return s;
-    }
-    var layer = choose(spec.n_layers, spec.layer, w.layer), head = choose(spec.n_heads, spec.head, w.head);
+    function upTo(n) { return Array.from({length: n}, function (x, i) { return i; }); }
+    var layer = choose(upTo(spec.n_layers), null, spec.layer, w.layer);
+    var head = choose(upTo(spec.n_heads), null, spec.head, w.head);
     panel.controls.append(labelled(w.first, first), labelled(w.second, second), labelled(w.layer, layer),
                           labelled(w.head, head));
     function encode(text, v) {
@@ -489,7 +741,7 @@
 
   /* ---------------------------------------------------------------- every explorer */
 
-  var KINDS = {recall: recall, prompt: prompt, sentences: sentences};
+  var KINDS = {recall: recall, rows: rows, heads: heads, slots: slots, prompt: prompt, sentences: sentences};
 
   function setUp(box) {
     var spec = JSON.parse(box.querySelector("script.bqkv-live-spec").textContent);

@@ -29,7 +29,8 @@ import torch.nn as nn
 from .i18n import _
 from .recorder import record_weights
 
-__all__ = ["Recall", "Prompt", "Sentences", "parse_pairs", "encode_prompt", "export_onnx", "LIVE_DIR_ENV", "FORMAT"]
+__all__ = ["Recall", "Rows", "Heads", "Slots", "Prompt", "Sentences", "parse_pairs", "parse_sequence", "encode_prompt",
+           "parse_tokens", "export_onnx", "LIVE_DIR_ENV", "FORMAT"]
 
 LIVE_DIR_ENV = "BEFOREQKV_LIVE_DIR"
 FORMAT = 1                      # the fixture files' layout (bqkv-live.js reads it)
@@ -62,6 +63,50 @@ def parse_pairs(text: str, n_keys: int = 64, n_values: int = 16) -> tuple[list[i
     return keys, values
 
 
+def parse_sequence(text: str, names, n_payloads: int) -> tuple[list[int], list[int]]:
+    """``"R0:3 S0:5"`` -> item ids ``[0, 1]``, payloads ``[3, 5]``; a ``ValueError`` in words otherwise.
+
+    ``names``: each item id's name (id ``i`` is ``names[i]``). Tokens are ``item:payload``,
+    separated by spaces or commas; items are distinct, payloads below ``n_payloads``.
+    ``bqkv-live.js`` reads the same rules.
+    """
+    names = list(names)
+    if not isinstance(text, str):
+        raise ValueError(_("type the sequence as text, e.g. {a}:3 {b}:5").format(a=names[0], b=names[1]))
+    index = {n: i for i, n in enumerate(names)}
+    items, payloads = [], []
+    for token in text.replace(",", " ").split():
+        name, colon, payload = token.rpartition(":")
+        if not colon or name not in index or not payload.isdigit() or not payload.isascii():
+            raise ValueError(_("{token!r} is not item:payload, e.g. {a}:3 (items {a} to {z})").format(
+                token=token, a=names[0], z=names[-1]))
+        if int(payload) >= n_payloads:
+            raise ValueError(_("{token}: payloads go from 0 to {p}").format(token=token, p=n_payloads - 1))
+        if index[name] in items:
+            raise ValueError(_("item {name} appears twice: items must be distinct").format(name=name))
+        items.append(index[name])
+        payloads.append(int(payload))
+    if not items:
+        raise ValueError(_("type at least one item:payload, e.g. {a}:3").format(a=names[0]))
+    return items, payloads
+
+
+def parse_tokens(text: str, n_ctx: int = 16, d_vocab: int = 16) -> list[int]:
+    """``"3 9 14 0 ..."`` -> ``[3, 9, 14, 0, ...]``: exactly ``n_ctx`` tokens below ``d_vocab``,
+    separated by spaces or commas; a ``ValueError`` in words otherwise. ``bqkv-live.js``
+    reads the same rules."""
+    if not isinstance(text, str):
+        raise ValueError(_("type the tokens as text, e.g. 3 9 14 0"))
+    tokens = []
+    for item in text.replace(",", " ").split():
+        if not (item.isdigit() and item.isascii()) or int(item) >= d_vocab:
+            raise ValueError(_("{item!r} is not a token: tokens go from 0 to {v}").format(item=item, v=d_vocab - 1))
+        tokens.append(int(item))
+    if len(tokens) != n_ctx:
+        raise ValueError(_("type {t} tokens, one per position; there are {n}").format(t=n_ctx, n=len(tokens)))
+    return tokens
+
+
 def encode_prompt(text: str, chars, n_ctx: int) -> list[int]:
     """A prompt's ids in the alphabet ``chars``, its last ``n_ctx`` characters; a
     ``ValueError`` in words otherwise. ``bqkv-live.js`` reads the same rules."""
@@ -89,10 +134,11 @@ class _Outputs(nn.Module):
 
 
 def export_onnx(model: nn.Module, inputs: tuple, path, input_names, output_names,
-                dynamic_axes: dict) -> Path:
+                dynamic_axes: dict, record: bool = True) -> Path:
     """Write ``model`` (float32, on the CPU) to ONNX, its attention weights as extra outputs.
 
-    ``output_names``: the model's output first, then one name per recorded weight tensor.
+    ``output_names``: the model's output first, then one name per recorded weight tensor
+    (``record=False``: the model's own outputs only, for a model without attention).
     """
     import copy
     try:
@@ -102,7 +148,8 @@ def export_onnx(model: nn.Module, inputs: tuple, path, input_names, output_names
                           "(requirements.txt has the version the book is built with)") from err
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    wrapped = _Outputs(copy.deepcopy(model).float().cpu().eval())
+    wrapped = copy.deepcopy(model).float().cpu().eval()
+    wrapped = _Outputs(wrapped) if record else wrapped
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")     # the tracer's notes on the input checks' .item()
         torch.onnx.export(wrapped, tuple(x.cpu() for x in inputs), str(path), dynamo=False,
@@ -224,6 +271,15 @@ class _Live:
         return self.html()
 
 
+def _shown(name: str) -> str:
+    """A model's name as the chapters' figures print it, in the language in force."""
+    from .figures import ch04, ch05, ch09
+    for named in (ch04._mixer, ch05._variant, ch09._memory):
+        if named(name) != name:
+            return named(name)
+    return name
+
+
 def _common_words() -> dict:
     return {"loading": _("loading the model (runs in your browser)"),
             "no_wasm": _("This browser cannot run WebAssembly, so the live explorer is off: "
@@ -342,6 +398,364 @@ class Recall(_Live):
 
     def __repr__(self):
         return f"<live.Recall: models at N = {sorted(self.models)}>"
+
+
+class Rows(_Live):
+    """Chapter 4's live explorer: the reader's tokens and query, read by every trained mixer.
+
+    ``mixers``: {label: a mixer whose ``forward(tokens (B, T), query (B,))`` gives logits
+    (B, d_vocab) and records its weights (B, T)}, all trained on ``tasks.pointer`` (the query
+    is a position; the answer is the token there). The explorer draws each mixer's weights
+    over the typed tokens for the chosen query, with its answer.
+    """
+
+    kind = "rows"
+    name = "ch04-pointer"
+    FIXTURES = (("3 9 14 0 9 5 1 12 7 7 2 15 4 0 11 6", 7), ("0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15", 0),
+                ("5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 9", 15))
+
+    def __init__(self, mixers: dict, tokens: str = "3 9 14 0 9 5 1 12 7 7 2 15 4 0 11 6", query: int = 7,
+                 n_ctx: int = 16, d_vocab: int = 16):
+        if not mixers or not all(isinstance(m, nn.Module) for m in mixers.values()):
+            raise ValueError("mixers must map each label to a trained mixer")
+        self.mixers = {str(k): m for k, m in mixers.items()}
+        self.n_ctx, self.d_vocab = int(n_ctx), int(d_vocab)
+        self.tokens, self.query = tokens, self.check_query(query)
+        self.parse(tokens)
+        self.files = None
+
+    def parse(self, text: str) -> list[int]:
+        """The typed tokens (:func:`parse_tokens`)."""
+        return parse_tokens(text, self.n_ctx, self.d_vocab)
+
+    def check_query(self, query) -> int:
+        if isinstance(query, bool) or not isinstance(query, int) or not 0 <= query < self.n_ctx:
+            raise ValueError(_("the query is a position from 0 to {t}").format(t=self.n_ctx - 1))
+        return query
+
+    def run(self, text: str, query: int) -> dict:
+        """{mixer: (its weights over the positions (T,), its logits (d_vocab,))}, float32, CPU."""
+        tokens, query = self.parse(text), self.check_query(query)
+        out = {}
+        for label, model in self.mixers.items():
+            device = next(model.parameters()).device
+            with torch.inference_mode(), record_weights(model) as w:
+                logits = model(torch.tensor([tokens], device=device), torch.tensor([query], device=device))
+            out[label] = w[0][0].float().cpu(), logits[0].float().cpu()
+        return out
+
+    def figure(self, text: str, query: int):
+        """Each mixer's weights over the positions, position ``query`` shaded (chapter 4's figure)."""
+        from .figures import ch04
+        rows = {label: (w, int(lo.argmax())) for label, (w, lo) in self.run(text, query).items()}
+        return ch04.pointer_row_figure(rows, self.parse(text), query)
+
+    def widget(self):
+        """ipywidgets: the tokens and the query; redraws :meth:`figure`."""
+        import ipywidgets as w
+        from IPython.display import display
+
+        def show(tokens, query):
+            try:
+                display(self.figure(tokens, query))
+            except ValueError as err:
+                print(err)
+        ui = w.interactive(show, tokens=w.Text(value=self.tokens, description=_("tokens"), continuous_update=False),
+                           query=w.IntSlider(value=self.query, min=0, max=self.n_ctx - 1, description=_("query")))
+        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
+        return ui
+
+    def _export(self, where):
+        files = {}
+        for k, (label, model) in enumerate(self.mixers.items()):
+            f = export_onnx(model, (torch.zeros(1, self.n_ctx, dtype=torch.long), torch.tensor([0])),
+                            where / f"{self.name}-{k}.onnx", ("tokens", "query"), ("logits", "weights"), {})
+            files[label] = f.name
+        fixtures = []
+        for text, query in self.FIXTURES:
+            out = self.run(text, query)
+            fixtures.append({"tokens": text, "query": query,
+                             "weights": [x for w, _lo in out.values() for x in w.tolist()],
+                             "logits": [x for _w, lo in out.values() for x in lo.tolist()]})
+        return files, fixtures
+
+    def _spec(self):
+        return {"mixers": list(self.mixers), "labels": [_shown(m) for m in self.mixers], "tokens": self.tokens,
+                "query": self.query, "n_ctx": self.n_ctx, "d_vocab": self.d_vocab}
+
+    @staticmethod
+    def words() -> dict:
+        """What the page's script shows, in the language in force."""
+        return {"title": _("Type your own tokens (live, in your browser)"),
+                "tokens": _("tokens"), "query": _("query: read position"), "random": _("random tokens"),
+                "row": _("each mixer's weights over the positions; position {p} shaded (its token: {t})"),
+                "answer": _("{mixer} answers {a}"),
+                **_common_words(),
+                "errors": {"token": _("{item!r} is not a token: tokens go from 0 to {v}"),
+                           "count": _("type {t} tokens, one per position; there are {n}")}}
+
+    def __repr__(self):
+        return f"<live.Rows: mixers {list(self.mixers)}>"
+
+
+class Heads(_Live):
+    """Chapters 5 and 6: a sequence of the reader's items and payloads, read by trained models.
+
+    ``models``: {label: a model whose ``forward(items, payloads)`` gives logits (B, T, P) or
+    (B, T, K, P) and records attention weights (B, T, T) or (B, H, T, T)}. ``names``: each
+    item id's name; ``marks``: [(letter, target)] where ``target[i]`` is the item that item
+    ``i`` must read (one mark per output of K; ``letter`` is drawn in the target's cell).
+    The explorer shows every head's weights over the typed sequence, the target cells
+    framed, and what the model predicts at each position against the target's payload.
+    """
+
+    kind = "heads"
+
+    def __init__(self, models: dict, name: str, names, marks, sequence: str, n_payloads: int = 8,
+                 start=None):
+        if not models or not all(isinstance(m, nn.Module) for m in models.values()):
+            raise ValueError("models must map each label to a trained model")
+        self.models = {str(k): m for k, m in models.items()}
+        self.name, self.names, self.n_payloads = name, [str(n) for n in names], int(n_payloads)
+        self.marks = [(str(letter), [int(t) for t in target]) for letter, target in marks]
+        if not self.marks or any(len(t) != len(self.names) for _l, t in self.marks):
+            raise ValueError("marks: one (letter, target) per output, a target for every item")
+        self.start = str(start) if start is not None else next(iter(self.models))
+        if self.start not in self.models:
+            raise ValueError(f"start={self.start!r} is not one of the models: {list(self.models)}")
+        self.parse(sequence)
+        self.sequence, self.files = sequence, None
+
+    def parse(self, text: str):
+        """The typed sequence's item ids and payloads (:func:`parse_sequence`)."""
+        return parse_sequence(text, self.names, self.n_payloads)
+
+    def run(self, label: str, text: str):
+        """Logits (T, K, P) and every head's weights (H, T, T), float32, on the CPU."""
+        items, payloads = self.parse(text)
+        model = self.models[str(label)]
+        device = next(model.parameters()).device
+        x = torch.tensor([items], device=device), torch.tensor([payloads], device=device)
+        with torch.inference_mode(), record_weights(model) as w:
+            logits = model(*x)
+        logits = logits[0].float().cpu()
+        a = w[0][0].float().cpu()
+        return logits.reshape(len(items), len(self.marks), -1), a.reshape(-1, len(items), len(items))
+
+    def targets(self, items: list[int]) -> list[list[int | None]]:
+        """For each position and mark, the position of the item it must read (None: absent)."""
+        where = {item: t for t, item in enumerate(items)}
+        return [[where.get(target[i]) for _l, target in self.marks] for i in items]
+
+    def figure(self, label: str, text: str):
+        """Every head's weights over the sequence, targets framed; predictions in the titles."""
+        from matplotlib.patches import Rectangle
+
+        from .plot import heatmap, new_figure
+        items, payloads = self.parse(text)
+        logits, weights = self.run(label, text)
+        labels = [f"{self.names[i]}:{p}" for i, p in zip(items, payloads)]
+        targets, guess = self.targets(items), logits.argmax(-1)
+        right = sum(int(guess[t, k]) == payloads[at] for t, row in enumerate(targets)
+                    for k, at in enumerate(row) if at is not None)
+        asked = sum(at is not None for row in targets for at in row)
+        n = weights.shape[0]
+        fig, axes = new_figure(1, n, figsize=(3.6 * n + 0.6, 3.8), squeeze=False)
+        for h, ax in enumerate(axes[0]):
+            heatmap(weights[h], xlabels=labels, ylabels=labels, ax=ax, vmin=0, vmax=1, colorbar=False,
+                    title=_("{label}, head {h}").format(label=_shown(label), h=h + 1)
+                    + ("" if h else "\n" + _("right payloads: {r} of {n}").format(r=right, n=asked)))
+            for t, row in enumerate(targets):
+                for (letter, _target), at in zip(self.marks, row):
+                    if at is not None:
+                        ax.add_patch(Rectangle((at - .5, t - .5), 1, 1, fill=False, ec="red", lw=2))
+                        ax.text(at, t, letter, ha="center", va="center", color="red", fontsize=9)
+        return fig
+
+    def widget(self):
+        """ipywidgets: the model and the typed sequence; redraws :meth:`figure`."""
+        import ipywidgets as w
+        from IPython.display import display
+
+        def show(model, sequence):
+            try:
+                display(self.figure(model, sequence))
+            except ValueError as err:
+                print(err)
+        ui = w.interactive(show, model=w.Dropdown(options=list(self.models), value=self.start,
+                                                  description=_("model")),
+                           sequence=w.Text(value=self.sequence, description=_("sequence"),
+                                           continuous_update=False))
+        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
+        return ui
+
+    def fixture_inputs(self) -> list[str]:
+        """Three fixed sequences: the starting one, the same reversed, and its first half."""
+        tokens = self.sequence.replace(",", " ").split()
+        return [self.sequence, " ".join(reversed(tokens)), " ".join(tokens[: max(1, len(tokens) // 2)])]
+
+    def _export(self, where):
+        files, fixtures = {}, []
+        for k, (label, model) in enumerate(self.models.items()):
+            x = (torch.tensor([[0, 1, 2]]), torch.tensor([[0, 1, 2]]))
+            f = export_onnx(model, x, where / f"{self.name}-{k}.onnx", ("items", "payloads"),
+                            ("logits", "weights"), {"items": {1: "T"}, "payloads": {1: "T"},
+                                                    "logits": {1: "T"}})
+            files[label] = f.name
+            for text in self.fixture_inputs():
+                logits, weights = self.run(label, text)
+                fixtures.append({"model": label, "sequence": text, "logits": logits.flatten().tolist(),
+                                 "weights": weights.flatten().tolist()})
+        return files, fixtures
+
+    def _spec(self):
+        return {"start": self.start, "models": list(self.models), "labels": [_shown(m) for m in self.models],
+                "sequence": self.sequence,
+                "names": self.names, "n_payloads": self.n_payloads,
+                "marks": [{"letter": letter, "target": target} for letter, target in self.marks]}
+
+    @staticmethod
+    def words() -> dict:
+        """What the page's script shows, in the language in force."""
+        return {"title": _("Type your own sequence (live, in your browser)"),
+                "model": _("model"), "sequence": _("sequence item:payload"),
+                "shuffle": _("shuffle"), "head": _("{label}, head {h}"),
+                "heads": _("attention weights of every head (rows: queries, columns: keys); "
+                           "a red frame marks the item each query must read"),
+                "right": _("right payloads: {r} of {n}"),
+                "guess": _("predicts"),
+                **_common_words(),
+                "errors": {"token": _("{token!r} is not item:payload, e.g. {a}:3 (items {a} to {z})"),
+                           "payload": _("{token}: payloads go from 0 to {p}"),
+                           "twice": _("item {name} appears twice: items must be distinct"),
+                           "empty": _("type at least one item:payload, e.g. {a}:3")}}
+
+    def __repr__(self):
+        return f"<live.Heads {self.name}: models {list(self.models)}>"
+
+
+class _SlotRead(nn.Module):
+    """Facts a and b, blended: ``x = (1 - t) k_a + t k_b`` -> slot weights (1, m), logits
+    (1, C) and each slot's vote for every class (1, m, C), ``a_u W_out[c, u]``."""
+
+    def __init__(self, memory: nn.Module, keys: torch.Tensor):
+        super().__init__()
+        self.memory = memory
+        self.register_buffer("keys", keys.detach().float().cpu().clone())
+
+    def forward(self, a, b, t):
+        x = (1 - t)[:, None] * self.keys[a] + t[:, None] * self.keys[b]        # (1, d)
+        w = self.memory.slot_weights(x)                                     # (1, m)
+        return w, self.memory(x), w[:, :, None] * self.memory.W_out.weight.T[None]
+
+
+class Slots(_Live):
+    """Chapter 9's live explorer: any stored fact's key, or a blend of two, read by a slot memory.
+
+    ``memories``: {label: :class:`~beforeqkv.models.MLPMemory`}; ``keys`` (N, d) and
+    ``target`` (N,): the facts they store. The reader picks fact a, fact b and the blend
+    ``t`` (0: fact a's key, 1: fact b's); the explorer shows every slot's weight, each
+    slot's vote for fact a's class, and what the memory answers.
+    """
+
+    kind = "slots"
+    name = "ch09-slots"
+    FIXTURES = ((3, 20, 0.0), (3, 20, 0.5), (17, 5, 0.3), (31, 0, 1.0))
+
+    def __init__(self, memories: dict, keys: torch.Tensor, target: torch.Tensor, fact: int = 3,
+                 other: int = 20, blend: float = 0.0, start=None):
+        if not memories or not all(hasattr(m, "slot_weights") for m in memories.values()):
+            raise ValueError("memories must map each label to an MLPMemory")
+        if keys.dim() != 2 or target.shape != keys.shape[:1]:
+            raise ValueError(f"need keys (N, d) and target (N,), got {tuple(keys.shape)} and {tuple(target.shape)}")
+        self.memories = {str(k): m for k, m in memories.items()}
+        self.keys, self.target = keys.detach().float().cpu(), [int(c) for c in target.tolist()]
+        self.start = str(start) if start is not None else next(iter(self.memories))
+        if self.start not in self.memories:
+            raise ValueError(f"start={self.start!r} is not one of the memories: {list(self.memories)}")
+        self.fact, self.other, self.blend = self.check(fact, other, blend)
+        self.files = None
+
+    def check(self, a, b, t):
+        """The two facts and the blend, or a ``ValueError`` in words."""
+        n = len(self.target)
+        for f in (a, b):
+            if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < n:
+                raise ValueError(_("a fact is a number from 0 to {n}, got {f!r}").format(n=n - 1, f=f))
+        if not 0 <= float(t) <= 1:
+            raise ValueError(_("the blend goes from 0 (fact a) to 1 (fact b), got {t!r}").format(t=t))
+        return a, b, float(t)
+
+    def run(self, label: str, a: int, b: int, t: float):
+        """Slot weights (m,), logits (C,) and votes (m, C), float32, on the CPU."""
+        a, b, t = self.check(a, b, t)
+        memory = self.memories[str(label)]
+        device = next(memory.parameters()).device
+        read = _SlotRead(memory, self.keys).to(device)
+        with torch.inference_mode():
+            w, logits, votes = read(torch.tensor([a], device=device), torch.tensor([b], device=device),
+                                    torch.tensor([t], device=device))
+        return w[0].float().cpu(), logits[0].float().cpu(), votes[0].float().cpu()
+
+    def figure(self, label: str, a: int, b: int, t: float):
+        """Left, every slot's weight; right, each slot's vote for fact a's class."""
+        from .plot import COLORS, new_figure
+        w, logits, votes = self.run(label, a, b, t)
+        c = self.target[a]
+        v = votes[:, c]
+        fig, (ax1, ax2) = new_figure(1, 2, figsize=(8.5, 3.0))
+        ax1.bar(range(len(w)), w.numpy(), color=COLORS[0])
+        ax1.set(xlabel=_("slot u"), ylabel=_("slot weight a_u"),
+                title=_("{label}: facts {a} and {b}, blend {t:.2f}").format(label=_shown(label), a=a, b=b, t=t))
+        ax2.bar(range(len(v)), v.numpy(), color=[COLORS[2] if x >= 0 else COLORS[1] for x in v.tolist()])
+        ax2.axhline(0, color="gray", lw=0.8)
+        ax2.set(xlabel=_("slot u"), ylabel=_("a_u · v_u[target]"),
+                title=_("fact {a}'s class {c}; the memory answers {p}").format(a=a, c=c, p=int(logits.argmax())))
+        return fig
+
+    def widget(self):
+        """ipywidgets: the memory, the two facts and the blend; redraws :meth:`figure`."""
+        import ipywidgets as w
+        n = len(self.target)
+        ui = w.interactive(
+            self.figure, label=w.Dropdown(options=list(self.memories), value=self.start, description=_("memory")),
+            a=w.IntSlider(value=self.fact, min=0, max=n - 1, description=_("fact a")),
+            b=w.IntSlider(value=self.other, min=0, max=n - 1, description=_("fact b")),
+            t=w.FloatSlider(value=self.blend, min=0, max=1, step=0.01, description=_("blend")))
+        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
+        return ui
+
+    def _export(self, where):
+        files, fixtures = {}, []
+        for k, (label, memory) in enumerate(self.memories.items()):
+            one = torch.tensor([0])
+            f = export_onnx(_SlotRead(memory, self.keys), (one, one, torch.tensor([0.5])),
+                            where / f"{self.name}-{k}.onnx", ("a", "b", "t"), ("weights", "logits", "votes"), {},
+                            record=False)
+            files[label] = f.name
+            for a, b, t in self.FIXTURES:
+                w, logits, votes = self.run(label, a, b, t)
+                fixtures.append({"memory": label, "a": a, "b": b, "t": t, "weights": w.tolist(),
+                                 "logits": logits.tolist(), "votes": votes.flatten().tolist()})
+        return files, fixtures
+
+    def _spec(self):
+        return {"start": self.start, "memories": list(self.memories),
+                "labels": [_shown(m) for m in self.memories], "target": self.target,
+                "fact": self.fact, "other": self.other, "blend": self.blend}
+
+    @staticmethod
+    def words() -> dict:
+        """What the page's script shows, in the language in force."""
+        return {"title": _("Read any fact, or a blend of two (live, in your browser)"),
+                "memory": _("memory"), "a": _("fact a"), "b": _("fact b"), "blend": _("blend"),
+                "weights": _("slot weights a_u (one bar per slot u)"),
+                "votes": _("each slot's vote for fact a's class, a_u · v_u[target] (green helps, red hurts)"),
+                "answer": _("the memory answers class {p} (p = {q}); fact a's class is {a}, fact b's {b}"),
+                **_common_words()}
+
+    def __repr__(self):
+        return f"<live.Slots: memories {list(self.memories)}, {len(self.target)} facts>"
 
 
 class Prompt(_Live):
