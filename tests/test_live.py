@@ -501,3 +501,24 @@ def test_the_model_names_on_the_page_are_the_figures_names_in_the_edition(memori
         i18n.set_language(None)
     assert triads["models"] == ["full bilinear", "cosine"] and triads["labels"] == ["完整双线性", "余弦"]
     assert slots["labels"] != slots["memories"] and rings["labels"] == rings["models"]   # H=1 is H=1
+
+
+def test_every_widget_says_a_refused_input_in_words_instead_of_raising(capsys):
+    pytest.importorskip("ipywidgets")
+    ui = live.Recall(_models(2)).widget()
+    ui.children[1].value = "1:1 1:2"                  # the pairs: a key stored twice
+    assert "key 1 is stored twice" in capsys.readouterr().out
+    ui = _triads().widget()
+    ui.children[1].value = "R0:9"
+    assert "payloads go from 0 to 7" in capsys.readouterr().out
+
+
+def test_each_widgets_controls_are_its_figures_arguments(char_gpt, mixers, memories):
+    """_interactive calls figure(**controls): a control named otherwise would fail silently."""
+    import inspect
+    pytest.importorskip("ipywidgets")
+    mems, keys, target = memories
+    for explorer in (live.Recall(_models(2)), live.Rows(mixers), _triads(), _rings(),
+                     live.Slots(mems, keys, target), live.Prompt(*char_gpt)):
+        wanted = [p for p in inspect.signature(explorer.figure).parameters]
+        assert list(explorer.widget().kwargs) == wanted, type(explorer).__name__

@@ -270,6 +270,20 @@ class _Live:
     def _repr_html_(self):
         return self.html()
 
+    def _interactive(self, **controls):
+        """ipywidgets' ``interactive`` over :meth:`figure`; a refused input is said in words."""
+        import ipywidgets as w
+        from IPython.display import display
+
+        def show(**values):
+            try:
+                display(self.figure(**values))
+            except ValueError as err:
+                print(err)
+        ui = w.interactive(show, **controls)
+        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
+        return ui
+
 
 def _shown(name: str) -> str:
     """A model's name as the chapters' figures print it, in the language in force."""
@@ -346,20 +360,10 @@ class Recall(_Live):
     def widget(self):
         """ipywidgets: the model's N, the pairs and the query; redraws :meth:`figure`."""
         import ipywidgets as w
-        from IPython.display import display
-
-        def show(n, pairs, query):
-            try:
-                display(self.figure(n, pairs, query))
-            except ValueError as err:
-                print(err)
-        ui = w.interactive(show, n=w.Dropdown(options=sorted(self.models), value=self.start,
-                                              description="N"),
-                           pairs=w.Text(value=self.pairs, description=_("pairs"), continuous_update=False),
-                           query=w.BoundedIntText(value=self.query, min=0, max=self.n_keys - 1,
-                                                  description=_("query")))
-        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
-        return ui
+        return self._interactive(
+            n=w.Dropdown(options=sorted(self.models), value=self.start, description="N"),
+            pairs=w.Text(value=self.pairs, description=_("pairs"), continuous_update=False),
+            query=w.BoundedIntText(value=self.query, min=0, max=self.n_keys - 1, description=_("query")))
 
     def _export(self, where):
         files, fixtures = {}, []
@@ -444,26 +448,18 @@ class Rows(_Live):
             out[label] = w[0][0].float().cpu(), logits[0].float().cpu()
         return out
 
-    def figure(self, text: str, query: int):
+    def figure(self, tokens: str, query: int):
         """Each mixer's weights over the positions, position ``query`` shaded (chapter 4's figure)."""
         from .figures import ch04
-        rows = {label: (w, int(lo.argmax())) for label, (w, lo) in self.run(text, query).items()}
-        return ch04.pointer_row_figure(rows, self.parse(text), query)
+        rows = {label: (w, int(lo.argmax())) for label, (w, lo) in self.run(tokens, query).items()}
+        return ch04.pointer_row_figure(rows, self.parse(tokens), query)
 
     def widget(self):
         """ipywidgets: the tokens and the query; redraws :meth:`figure`."""
         import ipywidgets as w
-        from IPython.display import display
-
-        def show(tokens, query):
-            try:
-                display(self.figure(tokens, query))
-            except ValueError as err:
-                print(err)
-        ui = w.interactive(show, tokens=w.Text(value=self.tokens, description=_("tokens"), continuous_update=False),
-                           query=w.IntSlider(value=self.query, min=0, max=self.n_ctx - 1, description=_("query")))
-        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
-        return ui
+        return self._interactive(
+            tokens=w.Text(value=self.tokens, description=_("tokens"), continuous_update=False),
+            query=w.IntSlider(value=self.query, min=0, max=self.n_ctx - 1, description=_("query")))
 
     def _export(self, where):
         files = {}
@@ -547,8 +543,9 @@ class Heads(_Live):
         where = {item: t for t, item in enumerate(items)}
         return [[where.get(target[i]) for _l, target in self.marks] for i in items]
 
-    def figure(self, label: str, text: str):
+    def figure(self, model: str, sequence: str):
         """Every head's weights over the sequence, targets framed; predictions in the titles."""
+        label, text = model, sequence
         from matplotlib.patches import Rectangle
 
         from .plot import heatmap, new_figure
@@ -575,19 +572,9 @@ class Heads(_Live):
     def widget(self):
         """ipywidgets: the model and the typed sequence; redraws :meth:`figure`."""
         import ipywidgets as w
-        from IPython.display import display
-
-        def show(model, sequence):
-            try:
-                display(self.figure(model, sequence))
-            except ValueError as err:
-                print(err)
-        ui = w.interactive(show, model=w.Dropdown(options=list(self.models), value=self.start,
-                                                  description=_("model")),
-                           sequence=w.Text(value=self.sequence, description=_("sequence"),
-                                           continuous_update=False))
-        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
-        return ui
+        return self._interactive(
+            model=w.Dropdown(options=list(self.models), value=self.start, description=_("model")),
+            sequence=w.Text(value=self.sequence, description=_("sequence"), continuous_update=False))
 
     def fixture_inputs(self) -> list[str]:
         """Three fixed sequences: the starting one, the same reversed, and its first half."""
@@ -717,13 +704,11 @@ class Slots(_Live):
         """ipywidgets: the memory, the two facts and the blend; redraws :meth:`figure`."""
         import ipywidgets as w
         n = len(self.target)
-        ui = w.interactive(
-            self.figure, label=w.Dropdown(options=list(self.memories), value=self.start, description=_("memory")),
+        return self._interactive(
+            label=w.Dropdown(options=list(self.memories), value=self.start, description=_("memory")),
             a=w.IntSlider(value=self.fact, min=0, max=n - 1, description=_("fact a")),
             b=w.IntSlider(value=self.other, min=0, max=n - 1, description=_("fact b")),
             t=w.FloatSlider(value=self.blend, min=0, max=1, step=0.01, description=_("blend")))
-        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
-        return ui
 
     def _export(self, where):
         files, fixtures = {}, []
@@ -836,21 +821,12 @@ class Prompt(_Live):
     def widget(self):
         """ipywidgets: the prompt, the temperature, the length and a seed; redraws :meth:`figure`."""
         import ipywidgets as w
-        from IPython.display import display
-
-        def show(prompt, temperature, n_chars, seed):
-            try:
-                display(self.figure(prompt, temperature, n_chars, seed))
-            except ValueError as err:
-                print(err)
-        ui = w.interactive(
-            show, prompt=w.Textarea(value=self.prompt, description=_("prompt"), continuous_update=False),
+        return self._interactive(
+            prompt=w.Textarea(value=self.prompt, description=_("prompt"), continuous_update=False),
             temperature=w.FloatSlider(value=self.temperature, min=0, max=1.5, step=0.05,
                                       description=_("temperature")),
             n_chars=w.IntSlider(value=self.n_chars, min=0, max=300, description=_("length")),
             seed=w.IntText(value=0, description=_("seed")))
-        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
-        return ui
 
     def _export(self, where):
         names = [f"weights{i}" for i in range(len(self.model.blocks))]
@@ -953,13 +929,11 @@ class Sentences(_Live):
         """ipywidgets: two sentences, a layer and a head; redraws :meth:`figure`."""
         import ipywidgets as w
         n_layers, n_heads = len(self.minilm.model.blocks), self.minilm.model.config.n_heads
-        ui = w.interactive(
-            self.figure, first=w.Text(value=self.first, description="1", continuous_update=False),
+        return self._interactive(
+            first=w.Text(value=self.first, description="1", continuous_update=False),
             second=w.Text(value=self.second, description="2", continuous_update=False),
             layer=w.IntSlider(value=self.layer, min=0, max=n_layers - 1, description=_("layer")),
             head=w.IntSlider(value=self.head, min=0, max=n_heads - 1, description=_("head")))
-        ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
-        return ui
 
     def _export(self, where):
         model = self.minilm.model
