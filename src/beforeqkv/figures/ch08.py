@@ -83,12 +83,12 @@ def mask_figure(peek_parallel, peek_prefix, mask_parallel, mask_prefix, best: fl
 
 
 def residual_loss_figure(hist_res, hist_nores, acc_res: float, acc_nores: float, chance: float):
-    """Training loss of 8 blocks on associative recall with and without the residual
+    """Training loss of 6 blocks on associative recall with and without the residual
     stream, their accuracy in the legend (chapter 8)."""
     return loss_curves({_("with residual (accuracy {a:.2f})").format(a=acc_res): hist_res,
                         _("without residual (accuracy {a:.2f})").format(a=acc_nores): hist_nores},
                        floor=chance, floor_label=_("chance: ln 16"),
-                       title=_("8 blocks on associative recall (N = 8)"))
+                       title=_("6 blocks on associative recall (N = 8)"))
 
 
 def spread_figure(spread_res, spread_nores):
