@@ -157,11 +157,11 @@ def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
 # --- live explorers (src/beforeqkv/live.py, book/_static/bqkv-live.js) -------------------------
 LIVE_PAGES = [f"{edition}book/{chapter}.html" for edition in ("", "zh/")
               for chapter in ("01_squished_memory", "04_dynamic_weights", "05_queries_keys", "06_values_heads",
-                              "08_transformer", "09_mlp_memory", "10_real_encoder")]
+                              "07_scaling", "08_transformer", "09_mlp_memory", "10_real_encoder")]
 BAD_INPUT = {"recall": ["12:3 12:4", "12-3", "64:1", " "], "prompt": ["", "héllo wörld"],
              "rows": ["1 2 3", "3 9 14 0 9 5 1 12 7 7 2 15 4 0 11 16", "1.5", "-1", " "],
              "heads": ["0:1 0:2", "R0:1 R0:2", "R0-3", "9:9", "R0:9", "P7:3 R0:", " "], "slots": [],
-             "sentences": []}
+             "softmax": [], "sentences": []}
 EIGHT_BITS = 0.06    # chapter 10's 8-bit MiniLM: |embedding - PyTorch's float32| (unit vectors)
 
 
@@ -193,6 +193,9 @@ def test_live_explorer_gives_pytorchs_numbers_in_the_browser(live_report, page):
             if ex["kind"] == "sentences":
                 _same_as_the_8_bit_model(page, fixture, r)
                 continue
+            if ex["kind"] == "softmax":
+                _same_row_and_title(page, fixture, r)
+                continue
             assert _close(r["logits"], fixture["logits"]), f"{page}: logits"
             if ex["kind"] in ("recall", "rows", "heads", "slots"):
                 assert _close(r["weights"], fixture["weights"]), f"{page}: weights"
@@ -202,6 +205,21 @@ def test_live_explorer_gives_pytorchs_numbers_in_the_browser(live_report, page):
                 assert len(r["weights"]) == len(fixture["weights"]) >= 2
                 assert all(_close(a, b) for a, b in zip(r["weights"], fixture["weights"])), page
                 assert r["sample"] == fixture["greedy"], f"{page}: {fixture['prompt']!r}"
+
+
+def _same_row_and_title(page, fixture, r):
+    """Chapter 7: the chapter's weights and gradient within 1e-5, and above them the title its
+    figure draws, formatted as Python formats it (max weight to 4 places, the gradient as 7.3e-05)."""
+    from beforeqkv import i18n, live
+    assert _close(r["weights"], fixture["weights"]) and _close([r["grad"]], [fixture["grad"]]), f"{page}: {fixture}"
+    i18n.set_language("zh_CN" if page.startswith("zh/") else "en")
+    try:
+        title = live.SoftmaxRow.words()["scaled_title" if fixture["scaled"] else "unscaled_title"]
+    finally:
+        i18n.set_language(None)
+    want = title.replace("{w}", "{w:.4f}").replace("{g}", "{g:.1e}").format(
+        d=2 ** fixture["log2_d"], w=max(r["weights"]), g=r["grad"])
+    assert r["title"] == want, f"{page}: {r['title']!r} is not {want!r}"
 
 
 def _same_as_the_8_bit_model(page, fixture, r):

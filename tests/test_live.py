@@ -522,3 +522,79 @@ def test_each_widgets_controls_are_its_figures_arguments(char_gpt, mixers, memor
                      live.Slots(mems, keys, target), live.Prompt(*char_gpt)):
         wanted = [p for p in inspect.signature(explorer.figure).parameters]
         assert list(explorer.widget().kwargs) == wanted, type(explorer).__name__
+
+
+# ---------------------------------------------------------------- chapter 7: one softmax row
+def _softmax_row(log2_d, scaled, seed):
+    """Chapter 7's function, as the chapter writes it."""
+    from beforeqkv.measure import saturation
+    g = torch.Generator().manual_seed(seed)
+    scores = saturation.random_scores(2 ** log2_d, n_queries=1, T=32, scaled=scaled, generator=g)
+    a = torch.softmax(scores, dim=-1)
+    g = torch.Generator().manual_seed(seed)
+    return a[0], saturation.row_gradient(a, g).item()
+
+
+@pytest.fixture(scope="module")
+def rows7():
+    return live.SoftmaxRow(_softmax_row)
+
+
+def test_softmax_row_stores_the_chapters_draws_for_every_setting(rows7):
+    """Every width, draw and scale of the range: the stored draws give the chapter's numbers."""
+    for log2_d in range(13):
+        for seed in range(21):
+            for scaled in (False, True):
+                a, grad = rows7.run(log2_d, scaled, seed)
+                want, want_grad = _softmax_row(log2_d, scaled, seed)
+                assert torch.allclose(a, want, atol=1e-7), (log2_d, scaled, seed)
+                assert abs(grad - want_grad) <= 1e-6 * max(1.0, want_grad), (log2_d, scaled, seed)
+    # the chapter's claim, from the table: unscaled at d = 1024 a spike, scaled spread out
+    assert rows7.run(10, False, 3)[0].max() > 0.99 and rows7.run(10, True, 3)[0].max() < 0.5
+
+
+def test_softmax_row_export_gives_pytorchs_numbers_and_stays_small(tmp_path, rows7):
+    spec = rows7.export(tmp_path)
+    path = tmp_path / spec["files"]["model"]
+    assert spec["kind"] == "softmax" and len(spec["fixtures"]) == len(live.SoftmaxRow.FIXTURES)
+    assert path.stat().st_size < 60_000          # 13 widths x 21 draws x 32 scores, and 21 gradients
+    s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for f in spec["fixtures"]:
+        a, grad = s.run(None, {"log2_d": np.array([f["log2_d"]]), "seed": np.array([f["seed"]]),
+                               "scaled": np.array([float(f["scaled"])], dtype=np.float32)})
+        assert np.abs(a[0] - f["weights"]).max() <= 1e-5 and abs(grad[0] - f["grad"]) <= 1e-5 * max(1, f["grad"])
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda k, scaled, seed: _softmax_row(k, scaled, seed + 1),                        # another draw
+    lambda k, scaled, seed: _softmax_row(k, False, seed),                              # never scaled
+    lambda k, scaled, seed: (_softmax_row(k, scaled, seed)[0], 2 * _softmax_row(k, scaled, seed)[1]),  # gradient
+])
+def test_softmax_row_refuses_a_function_that_is_not_the_chapters(wrong):
+    with pytest.raises(ValueError, match="does not draw what the explorer stores"):
+        live.SoftmaxRow(wrong)
+
+
+@pytest.mark.parametrize("setting,words", [
+    ((13, False, 0), "log2_d is a whole number from 0 to 12"), ((-1, False, 0), "from 0 to 12"),
+    ((2.0, False, 0), "from 0 to 12"), ((True, False, 0), "from 0 to 12"),
+    ((2, False, 21), "seed is a whole number from 0 to 20"), ((2, "yes", 0), "scaled is True or False"),
+])
+def test_softmax_row_refuses_settings_outside_its_range_in_words(rows7, setting, words):
+    with pytest.raises(ValueError, match=words):
+        rows7.run(*setting)
+
+
+def test_softmax_row_in_jupyter_is_the_chapters_explorer_and_on_the_site_a_component(tmp_path, rows7):
+    pytest.importorskip("ipywidgets")
+    ui = widgets.explorer(lambda log2_d=6, scaled=False, seed=3: None, log2_d=(0, 12, 1), scaled=False,
+                          seed=(0, 20, 1), live=rows7)
+    assert type(ui).__name__ == "interactive"       # the controls alone, no second copy of them
+    rows7.export(tmp_path)
+    spec = json.loads(re.search(r'class="bqkv-live-spec">(.*?)</script>', rows7.html(), re.S).group(1))
+    assert spec["kind"] == "softmax" and spec["log2_d"] == [0, 12] and spec["seeds"] == [0, 20]
+    assert spec["start"] == [6, False, 3]
+    for key in ("scaled_title", "unscaled_title"):     # the script fills {d}, {w} and {g}, no format specs
+        assert re.findall(r"\{(\w+)\}", spec["words"][key]) == ["d", "w", "g"] and ":." not in spec["words"][key]
+
+

@@ -80,13 +80,14 @@ def test_onnxruntime_web_is_served_from_the_site_with_its_licence(site, edition)
         *(f"ch04-pointer-{k}.onnx" for k in range(3)), "ch04-pointer.json",  # the 3 mixers
         *(f"ch05-triads-{k}.onnx" for k in range(8)), "ch05-triads.json",   # the 8 scores
         *(f"ch06-ring-{k}.onnx" for k in range(3)), "ch06-ring.json",       # H = 1, 2, 4
+        "ch07-softmax.json", "ch07-softmax.onnx",                           # the draws, stored
         "ch08-prompt.json", "ch08-prompt.onnx",
         *(f"ch09-slots-{k}.onnx" for k in range(2)), "ch09-slots.json",     # trained, by hand
         "ch10-minilm-int8.onnx", "ch10-minilm-vocab.txt", "ch10-minilm.json"]
     with_script = sorted(p.stem for p in (site / edition / "book").glob("*.html")
                          if "bqkv-live.js" in p.read_text("utf-8"))
     assert with_script == ["01_squished_memory", "04_dynamic_weights", "05_queries_keys", "06_values_heads",
-                           "08_transformer", "09_mlp_memory", "10_real_encoder"]
+                           "07_scaling", "08_transformer", "09_mlp_memory", "10_real_encoder"]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
@@ -237,3 +238,22 @@ def test_no_page_shows_a_warning_or_stderr_output(site, edition):
                 if out.get("name") == "stderr" or "Warning:" in text:
                     noise.append(f"{path.name} cell {i}: {text[:100]!r}")
     assert noise == []
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+@pytest.mark.parametrize("chapter", ["02_keep_every_state", "03_red_connections", "11_modern_llm"])
+def test_an_explorer_that_runs_nothing_live_offers_every_setting(site, edition, chapter):
+    """Chapters 2 and 3 draw from drop-downs and short sliders, chapter 11 from its prompts, and
+    compute nothing in the browser (random-draw arithmetic, a diagram, a 135M-parameter model):
+    their explorers must cover the whole range, every setting drawn, not a thinned grid."""
+    from beforeqkv import i18n
+    i18n.set_language("zh_CN" if edition else "en")
+    try:
+        template = i18n._("All {total} settings were drawn when the book was built; "
+                          "in Jupyter or Colab this explorer redraws live.")
+    finally:
+        i18n.set_language(None)
+    every = re.compile(re.escape(html_lib.escape(template)).replace(re.escape("{total}"), r"[\d,]+"))
+    notes = re.findall(r'<p class="bqkv-note"[^>]*>(.*?)</p>', (site / edition / "book" / f"{chapter}.html")
+                       .read_text("utf-8"), re.S)
+    assert notes and all(every.fullmatch(n.strip()) for n in notes), notes

@@ -335,6 +335,12 @@ def _live_input(page, i, fixture):
         box.locator("select").select_option(fixture["model"])
         box.locator("input[type=text]").fill(fixture["sequence"])
         want = {k: fixture[k] for k in ("model", "sequence")}
+    elif "log2_d" in fixture:                         # chapter 7: a width, the scale, a draw
+        sliders = box.locator("input[type=range]")
+        sliders.nth(0).evaluate(_SLIDE, fixture["log2_d"])
+        sliders.nth(1).evaluate(_SLIDE, fixture["seed"])
+        box.locator("input[type=checkbox]").set_checked(fixture["scaled"])
+        want = {k: fixture[k] for k in ("log2_d", "scaled", "seed")}
     elif "memory" in fixture:                         # chapter 9: a memory, two facts, a blend
         box.locator("select").select_option(fixture["memory"])
         sliders = box.locator("input[type=range]")

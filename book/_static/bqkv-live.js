@@ -5,9 +5,10 @@
  * _static/ort/, single-threaded WebAssembly) and the chapter's ONNX model (_static/live/) load
  * once, and every change of input runs the model again. The last result is kept on the element
  * (el.bqkvResult) and its state in data-state: idle, loading, ready, error, off.
- * Six kinds: "recall" (chapter 1: typed key:value pairs and a query), "rows" (chapter 4: typed
+ * Seven kinds: "recall" (chapter 1: typed key:value pairs and a query), "rows" (chapter 4: typed
  * tokens and a query position, each mixer's weights), "heads" (chapters 5
- * and 6: a typed sequence of item:payload tokens, every head's weights over it), "slots"
+ * and 6: a typed sequence of item:payload tokens, every head's weights over it), "softmax"
+ * (chapter 7: one random row's softmax at any width and draw, scaled or not), "slots"
  * (chapter 9: any fact's key, or a blend of two, read by a slot memory), "prompt"
  * (chapter 8: a typed prompt, continued by the character GPT) and "sentences" (chapter 10:
  * two typed sentences, read by an 8-bit MiniLM). The input rules mirror beforeqkv.live;
@@ -432,9 +433,10 @@
   /* ---------------------------------------------------------------- chapter 9: slots */
 
   // Bars over the slots, from zero (values may be negative); colour(v) per bar.
-  function bars(values, title, colourOf) {
+  // One bar per value; the scale reaches the largest value, or ``ceiling`` where given (weights: 1)
+  function bars(values, title, colourOf, ceiling) {
     var n = values.length, w = 18, height = 120, top = 8;
-    var hi = Math.max(0, Math.max.apply(null, values)), lo = Math.min(0, Math.min.apply(null, values));
+    var hi = ceiling || Math.max(0, Math.max.apply(null, values)), lo = Math.min(0, Math.min.apply(null, values));
     var span = hi - lo || 1, zero = top + (height - 2 * top) * hi / span;
     var s = svg("svg", {viewBox: "0 0 " + (n * w + 8) + " " + (height + 14), width: "100%", role: "img",
                         style: "max-width:" + (n * w + 8) + "px;display:block"});
@@ -479,6 +481,41 @@
     }
     memory.addEventListener("change", function () { go(compute); });
     return {controls: [memory, a.input, b.input, t.input], compute: compute};
+  }
+
+  /* ---------------------------------------------------------------- chapter 7: softmax row */
+
+  // Python's "{:.1e}": 7.3e-05, not JavaScript's 7.3e-5
+  function exp1(x) {
+    return x.toExponential(1).replace(/e([+-])(\d)$/, "e$10$2");
+  }
+
+  function softmaxRow(box, spec, panel, go) {
+    var w = spec.words;
+    function again() { go(compute); }
+    var k = slider(w.log2_d, spec.log2_d[0], spec.log2_d[1], 1, spec.start[0], again);
+    var scaled = el("input", {type: "checkbox", "aria-label": w.scaled});
+    scaled.checked = spec.start[1];
+    var seed = slider(w.seed, spec.seeds[0], spec.seeds[1], 1, spec.start[2], again);
+    panel.controls.append(k.wrap, labelled(w.scaled, scaled), seed.wrap);
+    function compute() {
+      var lk = parseInt(k.input.value, 10), sd = parseInt(seed.input.value, 10), sc = scaled.checked;
+      return run(spec.files.model, function (ort) {
+        return {log2_d: int64([lk], [1], ort), seed: int64([sd], [1], ort),
+                scaled: new ort.Tensor("float32", Float32Array.from([sc ? 1 : 0]), [1])};
+      }).then(function (out) {
+        var weights = Array.from(out.weights.data), grad = out.grad.data[0];
+        var title = fill(sc ? w.scaled_title : w.unscaled_title,
+                         {d: Math.pow(2, lk), w: Math.max.apply(null, weights).toFixed(4), g: exp1(grad)});
+        return {draw: function () {
+          panel.figure.replaceChildren(el("p", {"class": "bqkv-live-answer"}, title),
+                                       el("p", {"class": "bqkv-live-caption"}, w.weights),
+                                       bars(weights, w.weights, function () { return spec.colours[sc ? 1 : 0]; }, 1));
+        }, result: {log2_d: lk, scaled: sc, seed: sd, weights: weights, grad: grad, title: title}};
+      });
+    }
+    scaled.addEventListener("change", again);
+    return {controls: [k.input, scaled, seed.input], compute: compute};
   }
 
   /* ---------------------------------------------------------------- chapter 8: prompt */
@@ -741,7 +778,8 @@
 
   /* ---------------------------------------------------------------- every explorer */
 
-  var KINDS = {recall: recall, rows: rows, heads: heads, slots: slots, prompt: prompt, sentences: sentences};
+  var KINDS = {recall: recall, rows: rows, heads: heads, slots: slots, softmax: softmaxRow, prompt: prompt,
+               sentences: sentences};
 
   function setUp(box) {
     var spec = JSON.parse(box.querySelector("script.bqkv-live-spec").textContent);

@@ -29,8 +29,8 @@ import torch.nn as nn
 from .i18n import _
 from .recorder import record_weights
 
-__all__ = ["Recall", "Rows", "Heads", "Slots", "Prompt", "Sentences", "parse_pairs", "parse_sequence", "encode_prompt",
-           "parse_tokens", "export_onnx", "LIVE_DIR_ENV", "FORMAT"]
+__all__ = ["Recall", "Rows", "Heads", "Slots", "SoftmaxRow", "Prompt", "Sentences", "parse_pairs", "parse_sequence",
+           "encode_prompt", "parse_tokens", "export_onnx", "LIVE_DIR_ENV", "FORMAT"]
 
 LIVE_DIR_ENV = "BEFOREQKV_LIVE_DIR"
 FORMAT = 1                      # the fixture files' layout (bqkv-live.js reads it)
@@ -741,6 +741,129 @@ class Slots(_Live):
 
     def __repr__(self):
         return f"<live.Slots: memories {list(self.memories)}, {len(self.target)} facts>"
+
+
+class _RowTable(nn.Module):
+    """Chapter 7's draws, stored once, and the arithmetic the reader explores: the scale,
+    the softmax and the gradient ``J γ`` a row passes back, for the width and draw picked."""
+
+    def __init__(self, scores: torch.Tensor, gamma: torch.Tensor, lowest: int, first: int):
+        super().__init__()
+        self.register_buffer("scores", scores)      # (K, S, T): raw q . k_j at width 2**(lowest + k), seed first + s
+        self.register_buffer("gamma", gamma)        # (S, T): seed first + s's upstream gradient
+        self.lowest, self.first = lowest, first
+
+    def forward(self, log2_d, seed, scaled):        # (1,) int64, (1,) int64, (1,) float: 1 scaled, 0 not
+        seed = seed - self.first
+        s = self.scores[log2_d - self.lowest, seed]                   # (1, T)
+        root = torch.pow(2.0, log2_d.float() / 2)                     # (1,): sqrt(d)
+        s = torch.where(scaled[:, None] > 0.5, s / root[:, None], s)
+        a = torch.softmax(s, dim=-1)                                  # (1, T)
+        u = self.gamma[seed]                                          # (1, T)
+        ju = a * u - a * (a * u).sum(dim=-1, keepdim=True)            # (diag(a) - a a^T) u
+        return a, ju.norm(dim=-1)                                     # (1, T), (1,)
+
+
+class SoftmaxRow(_Live):
+    """Chapter 7's live explorer: one random query's softmax row over ``T`` random keys, at any
+    width ``d = 2**log2_d`` of the range, scaled or not, for any of the draws.
+
+    ``row_fn(log2_d, scaled, seed) -> (weights (T,), ||J γ||)`` is the chapter's own function
+    (scores from :func:`beforeqkv.measure.saturation.random_scores`, ``γ`` from
+    :func:`~beforeqkv.measure.saturation.row_gradient`, each from a generator seeded with
+    ``seed``). The explorer stores those draws once, the raw scores at every width and seed,
+    in the ONNX file; the scale, the softmax and ``J γ`` are computed there, for whatever
+    the reader picks. In Jupyter the chapter's own explorer over ``row_fn`` is the widget.
+    """
+
+    kind = "softmax"
+    name = "ch07-softmax"
+    FIXTURES = ((10, False, 3), (10, True, 3), (0, True, 0), (6, False, 20), (12, False, 7), (12, True, 7))
+
+    def __init__(self, row_fn, log2_d=(0, 12), seeds=(0, 20), T: int = 32, start=(6, False, 3)):
+        if not callable(row_fn):
+            raise ValueError("row_fn must be the chapter's function row_fn(log2_d, scaled, seed)")
+        (self.lowest, self.highest), (self.first, self.last) = (int(x) for x in log2_d), (int(x) for x in seeds)
+        if not 0 <= self.lowest <= self.highest <= 16 or not 0 <= self.first <= self.last:
+            raise ValueError(f"need 0 <= log2_d from <= to <= 16 and 0 <= first seed <= last, got {log2_d}, {seeds}")
+        self.row_fn, self.T, self.files = row_fn, int(T), None
+        self.start = self.check(*start)
+        from .measure.saturation import random_scores
+        scores = [[random_scores(2 ** k, n_queries=1, T=self.T, generator=torch.Generator().manual_seed(s))[0]
+                   for s in range(self.first, self.last + 1)] for k in range(self.lowest, self.highest + 1)]
+        gamma = [torch.randn((1, self.T), generator=torch.Generator().manual_seed(s))[0]
+                 for s in range(self.first, self.last + 1)]
+        self.table = _RowTable(torch.stack([torch.stack(r) for r in scores]).float(), torch.stack(gamma).float(),
+                               self.lowest, self.first)
+        log2_start, _scaled, seed_start = self.start
+        if not all(self._agrees(log2_start, scaled, seed_start) for scaled in (False, True)):
+            raise ValueError("row_fn does not draw what the explorer stores: its scores must come from "
+                             "saturation.random_scores(2 ** log2_d, n_queries=1, T=T, generator=seeded(seed)) "
+                             "and its gradient from row_gradient(weights, seeded(seed))")
+
+    def _agrees(self, log2_d, scaled, seed) -> bool:
+        """The stored draws give what the chapter's ``row_fn`` gives at this setting."""
+        a, grad = self.run(log2_d, scaled, seed)
+        want, want_grad = self.row_fn(log2_d, scaled, seed)
+        want = torch.as_tensor(want).float()
+        return (want.shape == a.shape and torch.allclose(a, want, atol=1e-6)
+                and abs(grad - float(want_grad)) <= 1e-5 * max(1.0, abs(float(want_grad))))
+
+    def check(self, log2_d, scaled, seed):
+        """The width, the scale and the draw, or a ``ValueError`` in words."""
+        for value, low, high, what in ((log2_d, self.lowest, self.highest, "log2_d"),
+                                       (seed, self.first, self.last, "seed")):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(_("{what} is a whole number from {low} to {high}, got {value!r}").format(
+                    what=what, low=low, high=high, value=value))
+        if not isinstance(scaled, bool):
+            raise ValueError(_("scaled is True or False, got {value!r}").format(value=scaled))
+        return log2_d, scaled, seed
+
+    def run(self, log2_d: int, scaled: bool, seed: int):
+        """The row's weights (T,) and its gradient ||J γ||, from the stored draws."""
+        log2_d, scaled, seed = self.check(log2_d, scaled, seed)
+        with torch.inference_mode():
+            a, grad = self.table(torch.tensor([log2_d]), torch.tensor([seed]),
+                                 torch.tensor([float(scaled)]))
+        return a[0], grad.item()
+
+    def widget(self):
+        """None: in Jupyter the chapter's explorer over ``row_fn`` is this explorer."""
+        return None
+
+    def _export(self, where):
+        f = export_onnx(self.table, (torch.tensor([self.lowest]), torch.tensor([self.first]), torch.tensor([1.0])),
+                        where / f"{self.name}.onnx", ("log2_d", "seed", "scaled"), ("weights", "grad"), {},
+                        record=False)
+        fixtures = []
+        for log2_d, scaled, seed in self.FIXTURES:
+            if self.lowest <= log2_d <= self.highest and self.first <= seed <= self.last:
+                a, grad = self.row_fn(log2_d, scaled, seed)
+                fixtures.append({"log2_d": log2_d, "scaled": scaled, "seed": seed,
+                                 "weights": torch.as_tensor(a).float().tolist(), "grad": float(grad)})
+        return {"model": f.name}, fixtures
+
+    def _spec(self):
+        from .plot import COLORS
+        return {"log2_d": [self.lowest, self.highest], "seeds": [self.first, self.last], "start": list(self.start),
+                "colours": [COLORS[1], COLORS[0]]}
+
+    @staticmethod
+    def words() -> dict:
+        """What the page's script shows, in the language in force (the figure's own titles)."""
+        def bare(text):     # the figure's format specs out: the script formats the numbers
+            return text.replace("{w:.4f}", "{w}").replace("{g:.1e}", "{g}")
+        return {"title": _("One softmax row at any width, scaled or not (live, in your browser)"),
+                "log2_d": "log2_d", "scaled": "scaled", "seed": "seed",
+                "weights": _("the softmax weight a_j of each key j (the bars' scale: 0 to 1)"),
+                "scaled_title": bare(_("d = {d}, scaled: max weight {w:.4f}, ‖J γ‖ = {g:.1e}")),
+                "unscaled_title": bare(_("d = {d}, unscaled: max weight {w:.4f}, ‖J γ‖ = {g:.1e}")),
+                **_common_words()}
+
+    def __repr__(self):
+        return (f"<live.SoftmaxRow: log2_d {self.lowest}..{self.highest}, seeds {self.first}..{self.last}, "
+                f"T = {self.T}>")
 
 
 class Prompt(_Live):

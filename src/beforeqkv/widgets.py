@@ -54,7 +54,9 @@ def explorer(plot_fn: Callable, description: str | None = None, live=None, **con
     ``live``: a live explorer of :mod:`beforeqkv.live` over the chapter's own model and
     the reader's own input, shown above the controls: in Jupyter its widget, on the site
     its component, which computes in the reader's browser (the static figures stay below
-    it, for a browser without WebAssembly). The component is made only where
+    it, for a browser without WebAssembly); one whose ``widget()`` is None (chapter 7's)
+    computes what ``plot_fn`` draws, so in Jupyter the controls alone are the explorer.
+    The component is made only where
     ``BEFOREQKV_LIVE_DIR`` names a folder for the exported model (``make execute`` does);
     any other static run shows the static explorer alone.
     """
@@ -84,7 +86,8 @@ def explorer(plot_fn: Callable, description: str | None = None, live=None, **con
     show.__signature__ = inspect.Signature(params)
     ui = w.interactive(show, **controls)
     ui.layout = w.Layout(border="1px solid #ddd", padding="4px")
-    return ui if live is None else w.VBox([live.widget(), ui])
+    mine = None if live is None else live.widget()     # None: the chapter's explorer is the live one
+    return ui if mine is None else w.VBox([mine, ui])
 
 
 class _WithLive:
