@@ -214,7 +214,7 @@ def _same_row_and_title(page, fixture, r):
     assert _close(r["weights"], fixture["weights"]) and _close([r["grad"]], [fixture["grad"]]), f"{page}: {fixture}"
     i18n.set_language("zh_CN" if page.startswith("zh/") else "en")
     try:
-        title = live.SoftmaxRow.words()["scaled_title" if fixture["scaled"] else "unscaled_title"]
+        title = live.SoftmaxRow.titles()["scaled_title" if fixture["scaled"] else "unscaled_title"]
     finally:
         i18n.set_language(None)
     want = title.replace("{w}", "{w:.4f}").replace("{g}", "{g:.1e}").format(

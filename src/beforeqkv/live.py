@@ -850,16 +850,22 @@ class SoftmaxRow(_Live):
                 "colours": [COLORS[1], COLORS[0]]}
 
     @staticmethod
-    def words() -> dict:
-        """What the page's script shows, in the language in force (the figure's own titles)."""
-        def bare(text):     # the figure's format specs out: the script formats the numbers
+    def titles() -> dict:
+        """The figure's own titles, its format specs out (the page's script formats the numbers)."""
+        def bare(text):
             return text.replace("{w:.4f}", "{w}").replace("{g:.1e}", "{g}")
-        return {"title": _("One softmax row at any width, scaled or not (live, in your browser)"),
-                "log2_d": "log2_d", "scaled": "scaled", "seed": "seed",
+        return {"scaled_title": bare(_("d = {d}, scaled: max weight {w:.4f}, ‖J γ‖ = {g:.1e}")),
+                "unscaled_title": bare(_("d = {d}, unscaled: max weight {w:.4f}, ‖J γ‖ = {g:.1e}"))}
+
+    def words(self) -> dict:
+        """What the page's script shows, in the language in force: the controls named as the
+        static explorer below names them, the figure's titles."""
+        from ._explorer_static import _tr
+        return {"title": _("One softmax row at every width from d = {lo} to {hi}, scaled or not "
+                           "(live, in your browser)").format(lo=2 ** self.lowest, hi=2 ** self.highest),
+                "log2_d": _tr("log2_d"), "scaled": _tr("scaled"), "seed": _tr("seed"),
                 "weights": _("the softmax weight a_j of each key j (the bars' scale: 0 to 1)"),
-                "scaled_title": bare(_("d = {d}, scaled: max weight {w:.4f}, ‖J γ‖ = {g:.1e}")),
-                "unscaled_title": bare(_("d = {d}, unscaled: max weight {w:.4f}, ‖J γ‖ = {g:.1e}")),
-                **_common_words()}
+                **self.titles(), **_common_words()}
 
     def __repr__(self):
         return (f"<live.SoftmaxRow: log2_d {self.lowest}..{self.highest}, seeds {self.first}..{self.last}, "

@@ -82,7 +82,7 @@ class RecallTransformer(nn.Module):
     ``block_options`` go to every :class:`~beforeqkv.models.TransformerBlock` (e.g. ``residual=False``).
     """
 
-    def __init__(self, d_model: int = 32, n_heads: int = 2, n_layers: int = 8, n_keys: int = 64,
+    def __init__(self, d_model: int = 32, n_heads: int = 2, n_layers: int = 6, n_keys: int = 64,
                  n_values: int = 16, **block_options):
         super().__init__()
         self.embed = PairEmbedding(d_model, n_keys, n_values)
