@@ -77,6 +77,6 @@ def test_python_m_editions_lists_every_tool_of_the_package():
     import sys
     out = subprocess.run([sys.executable, "-m", "editions"], capture_output=True, text=True, check=True).stdout
     tools = {p.stem for p in (ROOT / "tools" / "editions").glob("*.py")} - {
-        "__init__", "__main__", "myst", "solutions", "book", "words", "cells", "paths", "generated"}
+        "__init__", "__main__", "myst", "solutions", "book", "words", "cells", "passes", "paths", "generated"}
     missing = sorted(t for t in tools if f"``{t}``" not in out)
     assert not missing, f"tools/editions/__init__.py does not list {missing}"

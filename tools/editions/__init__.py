@@ -11,6 +11,8 @@ What every edition reads the same way:
   answers, exercise headings);
 * :mod:`~editions.book`: the table of contents, chapter numbers and figure numbers (the site's
   extension, ``_ext/bqkv_site.py``, numbers figures with it too);
+* :mod:`~editions.passes`: an edition as pure passes composed in order (a pass returns a new
+  notebook and leaves its input as it was; editions share passes, e.g. the reader's Markdown);
 * :mod:`~editions.cells`: what every edition does to cells (cleared outputs);
 * :mod:`~editions.generated`: a generated file, written or checked to be current;
 * :mod:`~editions.paths`: where the repository is.

@@ -35,6 +35,7 @@ the checks' hints are Chinese): ``make assignments`` writes ``dist/assignments/z
 from __future__ import annotations
 
 import copy
+import functools
 import re
 import sys
 from pathlib import Path
@@ -44,6 +45,7 @@ import nbformat
 from . import book, export_reader
 from .solutions import BEGIN, BLOCK, DETAILS, END, HEADING, prediction_name
 from .cells import clear_outputs
+from .passes import cellwise, compose, pure, stable_ids
 from .words import ENGLISH, Words
 
 HIDDEN = "### BEGIN HIDDEN TESTS\nfrom beforeqkv.checks import grading\n{asserts}\n### END HIDDEN TESTS"
@@ -121,12 +123,17 @@ def exercises(nb) -> list[dict]:
 
 def source_version(nb, values: dict | None = None, bib: dict | None = None,
                    chapter: int | None = None, w: Words = ENGLISH):
-    """The nbgrader source version of an instructor notebook (see the module docstring);
-    ``w``: the words of the edition's language (``Words("zh_CN")``)."""
-    nb = copy.deepcopy(nb)
-    if values is not None:
-        export_reader.reader_notebook(nb, values, bib or {}, chapter, w)
-    _split_headings(nb)
+    """The nbgrader source version of an instructor notebook (see the module docstring), a
+    new notebook; ``values``: the glue values, for the reader's Markdown (the reader
+    edition's pass, :func:`export_reader.markdown_pass`); ``w``: the words of the edition's
+    language (``Words("zh_CN")``)."""
+    markdown = [export_reader.markdown_pass(values, bib or {}, chapter, w)] if values is not None else []
+    return compose(*markdown, pure(_split_headings), pure(functools.partial(_graded, w=w)),
+                   stable_ids("cell"), cellwise(clear_outputs), name="nbgrader")(nb)
+
+
+def _graded(nb, w: Words = ENGLISH) -> None:
+    """Solutions, predictions and open answers as nbgrader cells, each check a locked graded cell."""
     cells, number, i = [], None, 0
     while i < len(nb.cells):
         cell = nb.cells[i]
@@ -183,11 +190,6 @@ def source_version(nb, values: dict | None = None, bib: dict | None = None,
             test.metadata["homework"] = {"kind": "coding", "exercise": number or gid}
             cells.append(test)
     nb.cells = cells
-    for n, cell in enumerate(nb.cells):  # stable ids, so regenerating changes nothing
-        cell["id"] = f"cell-{n:03d}"
-        clear_outputs(cell)
-    nb.nbformat, nb.nbformat_minor = 4, 5
-    return nb
 
 
 def release_version(source):

@@ -47,6 +47,7 @@ hints, the banner and the figures speak it too.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -59,6 +60,7 @@ from .solutions import BLOCK, DETAILS, HEADING, is_prediction, strip_solutions
 from .translate_nb import lookup_for, page_of, translate_notebook
 from .words import ENGLISH, Words
 from .cells import clear_outputs
+from .passes import Pass, compose, pure
 
 ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso",
                "admonition", "margin", "sidebar", "dropdown"}
@@ -390,19 +392,46 @@ def answers_at_end(nb, hidden: list | None = None, w: Words = ENGLISH):
     return nb
 
 
-def reader_version(nb, values: dict, bib: dict, chapter: int | None = None, ref: str | None = None,
-                   w: Words = ENGLISH):
-    """What ``make reader-notebooks`` writes: reader Markdown, answers at the end, the
-    install cell pinned to ``ref`` (a commit) when one is given, the export's own words from
-    ``w`` (``Words("zh_CN")`` for the Chinese edition)."""
-    hidden = take_hidden_cells(nb)
-    nb = answers_at_end(reader_notebook(nb, values, bib, chapter, w), hidden, w)
-    if ref:
-        bootstrap.pin(nb, ref)
+ANSWER_OF = "editions_answer_of"     # a set-aside hidden cell's metadata: its exercise's number
+
+
+def set_aside_hidden_answers(nb) -> None:
+    """The site's hidden cells out (:func:`take_hidden_cells`); those that are a model
+    answer's measurement wait at the end, marked with their exercise, for :func:`answers_pass`."""
+    for number, source in take_hidden_cells(nb):
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata[ANSWER_OF] = number
+        nb.cells.append(cell)
+
+
+def markdown_pass(values: dict, bib: dict, chapter: int | None = None, w: Words = ENGLISH) -> Pass:
+    """The pass the reader and the nbgrader editions share: :func:`reader_notebook`."""
+    return pure(functools.partial(reader_notebook, values=values, bib=bib, chapter=chapter, w=w))
+
+
+def answers_pass(w: Words = ENGLISH) -> Pass:
+    """:func:`answers_at_end`, with the hidden cells :func:`set_aside_hidden_answers` marked."""
+    def answers(nb):
+        hidden = [(c.metadata[ANSWER_OF], c.source) for c in nb.cells if ANSWER_OF in c.metadata]
+        nb.cells = [c for c in nb.cells if ANSWER_OF not in c.metadata]
+        return answers_at_end(nb, hidden, w)
+    return pure(answers)
+
+
+def _ids_for_its_format(nb) -> None:
     if (nb.nbformat, nb.nbformat_minor) < (4, 5):  # cell ids are nbformat 4.5
         for cell in nb.cells:
             cell.pop("id", None)
-    return nb
+
+
+def reader_version(nb, values: dict, bib: dict, chapter: int | None = None, ref: str | None = None,
+                   w: Words = ENGLISH):
+    """What ``make reader-notebooks`` writes (a new notebook): reader Markdown, answers at the
+    end, the install cell pinned to ``ref`` (a commit) when one is given, the export's own
+    words from ``w`` (``Words("zh_CN")`` for the Chinese edition)."""
+    pin = [pure(functools.partial(bootstrap.pin, ref=ref))] if ref else []
+    return compose(pure(set_aside_hidden_answers), markdown_pass(values, bib, chapter, w), answers_pass(w),
+                   *pin, pure(_ids_for_its_format), name="reader")(nb)
 
 
 def has_raw_myst(text: str) -> list[str]:
@@ -410,17 +439,24 @@ def has_raw_myst(text: str) -> list[str]:
     return myst.raw_myst(text)
 
 
+def translation(path: Path, lang: str) -> Pass:
+    """The pass to ``lang``: the Markdown and the print lines of the chapter at ``path`` from the
+    catalogs (``editions.translate_nb``, ``editions.prints``), a cell setting BEFOREQKV_LANG
+    after the install cell (the first code cell)."""
+    def translate(nb):
+        nb, _ = translate_notebook(nb, lookup_for(page_of(path), lang))
+        prints.translate_notebook(nb, prints.lookup_for(path.stem, lang))  # what its code cells print
+        first = next((k for k, c in enumerate(nb.cells) if c.cell_type == "code"), -1)
+        cell = nbformat.v4.new_code_cell(language_cell(lang))
+        cell["id"] = f"language-{lang.lower()}"
+        nb.cells.insert(first + 1, cell)
+        return nb
+    return pure(translate)
+
+
 def translated(nb, path: Path, lang: str):
-    """The notebook in ``lang``: its Markdown and its print lines from the catalogs
-    (``editions.translate_nb``, ``editions.prints``), a cell setting BEFOREQKV_LANG after the
-    install cell (the first code cell)."""
-    nb, _ = translate_notebook(nb, lookup_for(page_of(path), lang))
-    prints.translate_notebook(nb, prints.lookup_for(path.stem, lang))  # what its code cells print
-    first = next((k for k, c in enumerate(nb.cells) if c.cell_type == "code"), -1)
-    cell = nbformat.v4.new_code_cell(language_cell(lang))
-    cell["id"] = f"language-{lang.lower()}"
-    nb.cells.insert(first + 1, cell)
-    return nb
+    """The notebook in ``lang`` (a new notebook): :func:`translation`."""
+    return translation(path, lang)(nb)
 
 
 def main(src: str = "book", executed: str = "_exec/book", dst: str = "dist/reader", lang: str = "en") -> int:

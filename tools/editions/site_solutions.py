@@ -25,6 +25,7 @@ import nbformat
 from .book import chapters
 from .solutions import BLOCK, is_prediction, strip_solutions
 from .cells import clear_outputs
+from .passes import cellwise, compose
 
 SHOW, HIDE = "Show solution", "Hide solution"
 PREDICTION_SHOW, PREDICTION_HIDE = "Show the prediction cell", "Hide the prediction cell"
@@ -49,10 +50,7 @@ def site_cell(cell) -> None:
     _prompts(cell, SHOW, HIDE)
 
 
-def site_version(nb):
-    for cell in nb.cells:
-        site_cell(cell)
-    return nb
+site_version = compose(cellwise(site_cell), name="site_version")   # the site's one pass
 
 
 def main(folder: str) -> int:

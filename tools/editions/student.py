@@ -21,20 +21,37 @@ from .book import chapters
 from .solutions import (BEGIN, BLOCK, DETAILS, is_prediction, strip_model_answers,  # noqa: F401
                        strip_solutions)
 from .cells import clear_outputs
+from .passes import cellwise, compose
+
+
+def clear_answer_outputs(cell) -> None:
+    """The outputs of a solution or a check cell go (a passed prediction's output explains the answer)."""
+    if BEGIN in cell.source or "checks.check_" in cell.source:
+        clear_outputs(cell)
+
+
+def strip_solution_cell(cell) -> None:
+    """A solution becomes its stub; its cell is no longer folded."""
+    if BEGIN in cell.source:
+        cell.source = strip_solutions(cell.source, cell.cell_type)
+        cell.metadata["tags"] = [t for t in cell.metadata.get("tags", []) if t not in ("hide-cell", "hide-input")]
+
+
+def strip_model_answer_cell(cell) -> None:
+    """An open question's model answer goes (removed, not folded)."""
+    if cell.cell_type == "markdown":
+        cell.source = strip_model_answers(cell.source)
+
+
+_STRIP = (cellwise(strip_solution_cell), cellwise(strip_model_answer_cell))
+STUDENT = compose(cellwise(clear_outputs), *_STRIP, name="student")                  # notebooks
+STUDENT_SITE = compose(cellwise(clear_answer_outputs), *_STRIP, name="student_site")  # executed, for the site
 
 
 def student_version(nb, keep_outputs: bool = False):
-    for cell in nb.cells:
-        had_solution = BEGIN in cell.source
-        if had_solution:
-            cell.source = strip_solutions(cell.source, cell.cell_type)
-            tags = [t for t in cell.metadata.get("tags", []) if t not in ("hide-cell", "hide-input")]
-            cell.metadata["tags"] = tags
-        if cell.cell_type == "markdown":
-            cell.source = strip_model_answers(cell.source)
-        elif not keep_outputs or had_solution or "checks.check_" in cell.source:
-            clear_outputs(cell)
-    return nb
+    """The student edition of ``nb`` (a new notebook); ``keep_outputs``: an executed
+    notebook for the students' site, which keeps every output but the answers'."""
+    return (STUDENT_SITE if keep_outputs else STUDENT)(nb)
 
 
 def main(src: str, dst: str) -> int:
