@@ -575,6 +575,15 @@ def test_softmax_row_refuses_a_function_that_is_not_the_chapters(wrong):
         live.SoftmaxRow(wrong)
 
 
+@pytest.mark.parametrize("ranges,words", [
+    (dict(log2_d=(0, 17)), "0 <= lo <= hi <= 16"), (dict(log2_d=(5, 2)), "0 <= lo <= hi <= 16"),
+    (dict(seeds=(-1, 3)), "0 <= first <= last"), (dict(seeds=(0, 10_000)), "more than 1024 widths x seeds"),
+])
+def test_softmax_row_refuses_ranges_it_cannot_store(ranges, words):
+    with pytest.raises(ValueError, match=words):
+        live.SoftmaxRow(_softmax_row, **ranges)
+
+
 @pytest.mark.parametrize("setting,words", [
     ((13, False, 0), "log2_d is a whole number from 0 to 12"), ((-1, False, 0), "from 0 to 12"),
     ((2.0, False, 0), "from 0 to 12"), ((True, False, 0), "from 0 to 12"),

@@ -432,8 +432,8 @@
 
   /* ---------------------------------------------------------------- chapter 9: slots */
 
-  // Bars over the slots, from zero (values may be negative); colour(v) per bar.
-  // One bar per value; the scale reaches the largest value, or ``ceiling`` where given (weights: 1)
+  // One bar per value (a slot, a key), from zero (values may be negative); colourOf(v) per bar.
+  // The scale reaches the largest value, or ``ceiling`` where given (weights: 1).
   function bars(values, title, colourOf, ceiling) {
     var n = values.length, w = 18, height = 120, top = 8;
     var hi = ceiling || Math.max(0, Math.max.apply(null, values)), lo = Math.min(0, Math.min.apply(null, values));

@@ -779,13 +779,17 @@ class SoftmaxRow(_Live):
     kind = "softmax"
     name = "ch07-softmax"
     FIXTURES = ((10, False, 3), (10, True, 3), (0, True, 0), (6, False, 20), (12, False, 7), (12, True, 7))
+    MAX_SETTINGS = 1024         # widths x seeds stored (the chapter's: 13 x 21 = 273)
 
     def __init__(self, row_fn, log2_d=(0, 12), seeds=(0, 20), T: int = 32, start=(6, False, 3)):
         if not callable(row_fn):
             raise ValueError("row_fn must be the chapter's function row_fn(log2_d, scaled, seed)")
         (self.lowest, self.highest), (self.first, self.last) = (int(x) for x in log2_d), (int(x) for x in seeds)
         if not 0 <= self.lowest <= self.highest <= 16 or not 0 <= self.first <= self.last:
-            raise ValueError(f"need 0 <= log2_d from <= to <= 16 and 0 <= first seed <= last, got {log2_d}, {seeds}")
+            raise ValueError(f"log2_d=(lo, hi) needs 0 <= lo <= hi <= 16 and seeds=(first, last) 0 <= first <= last, "
+                             f"got log2_d={log2_d}, seeds={seeds}")
+        if (self.highest - self.lowest + 1) * (self.last - self.first + 1) > self.MAX_SETTINGS:
+            raise ValueError(f"{log2_d} x {seeds}: more than {self.MAX_SETTINGS} widths x seeds to store")
         self.row_fn, self.T, self.files = row_fn, int(T), None
         self.start = self.check(*start)
         from .measure.saturation import random_scores
