@@ -169,7 +169,7 @@ EIGHT_BITS = 0.06    # chapter 10's 8-bit MiniLM: |embedding - PyTorch's float32
 def live_report(site):
     if not browser.find_chromium():
         pytest.fail("no Chromium: apt-get install -y chromium (.ci/run installs it)")
-    return {page: browser.check_live(site, page, BAD_INPUT, SHOTS) for page in LIVE_PAGES}
+    return browser.check_live_pages(site, LIVE_PAGES, BAD_INPUT, SHOTS)
 
 
 def _close(got, want):

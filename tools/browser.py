@@ -379,14 +379,19 @@ def check_live(html_dir, page, bad_inputs=None, shots_dir=None):
     ``bad_inputs``: {kind: [typed texts the explorer must refuse]}. Returns {"before":
     requests for the runtime or a model before any touch, "bytes_before", "bytes_after":
     what the page fetched before and after using the explorers, "first_touch_s": [seconds
-    from the first touch to the first answer, per explorer], "explorers": [{"kind",
+    from the first touch (by the keyboard: Tab into the explorer, then a key) to the first
+    answer, per explorer], "seconds": {phase: seconds}, "explorers": [{"kind",
     "fixtures": [(fixture, {state, result, status})], "bad": [(input, status)], "phone":
     {state, result, status, width}, "keyboard": {..., focused}}], "no_wasm": [state per
     explorer], "no_wasm_static_figures", "problems": [...]}. The fixtures are the PyTorch
     outputs the execution wrote beside each model (_static/live/NAME.json). Screenshots of
     each explorer in use (1280 and 390 px) go to ``shots_dir``.
     """
-    import json
+    return check_live_pages(html_dir, [page], bad_inputs, shots_dir)[page]
+
+
+def check_live_pages(html_dir, pages, bad_inputs=None, shots_dir=None) -> dict:
+    """:func:`check_live` for every page of ``pages``, in one browser: {page: report}."""
     html_dir, bad_inputs = Path(html_dir), bad_inputs or {}
     binary = find_chromium()
     if not binary:
@@ -394,82 +399,96 @@ def check_live(html_dir, page, bad_inputs=None, shots_dir=None):
     if shots_dir:
         Path(shots_dir).mkdir(parents=True, exist_ok=True)
     server, base = serve(html_dir)
-    out = {"explorers": [], "problems": [], "first_touch_s": []}
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=binary, headless=True)
-            tab = _tab(browser.new_context(viewport={"width": DESKTOP, "height": 900}), base)
-            fetched = []
-            tab[0].on("requestfinished", lambda r: fetched.append((r.url, r.sizes()["responseBodySize"])))
-            page_ = _visit(tab, f"{base}/{page}")
-            out["before"] = [u for u, _ in fetched if _LIVE_ASSETS.search(u)]
-            out["bytes_before"] = sum(n for _, n in fetched)
-            boxes = page_.locator(".bqkv-live")
-            for i in range(boxes.count()):       # the first touch: the runtime and the model load
-                t0 = time.monotonic()
-                boxes.nth(i).locator("select, textarea, input").first.focus()
-                page_.wait_for_function(_LIVE_SETTLED, arg=i, timeout=60_000)
-                out["first_touch_s"].append(round(time.monotonic() - t0, 2))
-            here = page_.evaluate("document.documentElement.dataset.content_root")
-            for i in range(boxes.count()):
-                kind = boxes.nth(i).get_attribute("data-kind")
-                spec = json.loads(boxes.nth(i).locator("script.bqkv-live-spec").text_content())
-                where = urljoin(page, f"{here}_static/live/{spec['name']}.json")
-                fixtures = json.loads((html_dir / where).read_text("utf-8"))["fixtures"]
-                ran = [(f, _live_input(page_, i, f)) for f in fixtures]
-                bad = []
-                for text in bad_inputs.get(kind, ()):
-                    boxes.nth(i).locator(TYPED).first.fill(text)
-                    page_.wait_for_function("i => document.querySelectorAll('.bqkv-live')[i]"
-                                            ".dataset.state === 'error'", arg=i, timeout=10_000)
-                    bad.append((text, page_.evaluate(_LIVE_STATE, i)["status"]))
-                out["explorers"].append({"kind": kind, "spec": spec, "fixtures": ran, "bad": bad})
-                _live_input(page_, i, fixtures[0])
-                if shots_dir:
-                    boxes.nth(i).screenshot(path=Path(shots_dir) / f"{_stem(page)}-live{i + 1}-desktop.png")
-            out["bytes_after"] = sum(n for _, n in fetched)
-            out["problems"] += tab[1]
-            # a phone: touch where the reader types, then type; the page stays as wide as the screen
-            ptab = _tab(browser.new_context(viewport={"width": PHONE, "height": 800}, is_mobile=True,
-                                            has_touch=True), base)
-            pp = _visit(ptab, f"{base}/{page}")
-            for i in range(boxes.count()):
-                pp.locator(".bqkv-live").nth(i).locator(f"{TYPED}, input[type=range]").first.tap()
-                r = _live_input(pp, i, out["explorers"][i]["fixtures"][0][0])
-                r["width"] = pp.evaluate("document.documentElement.scrollWidth")
-                out["explorers"][i]["phone"] = r
-                if shots_dir:
-                    pp.locator(".bqkv-live").nth(i).screenshot(
-                        path=Path(shots_dir) / f"{_stem(page)}-live{i + 1}-phone.png")
-            out["problems"] += ptab[1]
-            # the keyboard alone: Tab into the explorer's first control, then change it by key
-            ktab = _tab(browser.new_context(viewport={"width": DESKTOP, "height": 900}), base)
-            kp = _visit(ktab, f"{base}/{page}")
-            for i in range(boxes.count()):
-                kp.evaluate("i => { const b = document.querySelectorAll('.bqkv-live')[i];"
-                            " const t = document.createElement('a'); t.href = '#';"
-                            " b.parentNode.insertBefore(t, b); t.focus(); }", i)
-                kp.keyboard.press("Tab")
-                focused = kp.evaluate("document.activeElement.tagName")
-                kp.keyboard.press("ArrowUp" if focused == "SELECT" else "End")
-                if focused != "SELECT":
-                    kp.keyboard.type(" ")     # a space: valid in every typed input
-                kp.wait_for_function(_LIVE_SETTLED, arg=i, timeout=60_000)
-                r = kp.evaluate(_LIVE_STATE, i)
-                r["focused"] = focused
-                out["explorers"][i]["keyboard"] = r
-            out["problems"] += ktab[1]
-            # no WebAssembly: the explorer says so, and the precomputed figures stay
-            off = browser.new_context(viewport={"width": DESKTOP, "height": 900})
-            off.add_init_script("delete window.WebAssembly;")
-            otab = _tab(off, base)
-            op = _visit(otab, f"{base}/{page}")
-            out["no_wasm"] = [op.evaluate(_LIVE_STATE, i) for i in range(boxes.count())]
-            out["no_wasm_static_figures"] = op.locator(".bqkv-explorer img.bqkv-figure").count()
-            out["problems"] += otab[1]
+            reports = {page: _live_page(browser, base, html_dir, page, bad_inputs, shots_dir) for page in pages}
             browser.close()
     finally:
         server.shutdown()
+    return reports
+
+
+def _live_page(browser, base, html_dir, page, bad_inputs, shots_dir) -> dict:
+    """One page's live explorers, each phase (desktop, phone, keyboard, no WebAssembly) in a
+    fresh browser context of its own, closed when the page is done."""
+    import json
+    out = {"explorers": [], "problems": [], "first_touch_s": [], "seconds": {}}
+    t0, contexts = time.monotonic(), []
+
+    def context(**options):
+        made = browser.new_context(**options)
+        contexts.append(made)
+        return made
+    tab = _tab(context(viewport={"width": DESKTOP, "height": 900}), base)
+    fetched = []
+    tab[0].on("requestfinished", lambda r: fetched.append((r.url, r.sizes()["responseBodySize"])))
+    page_ = _visit(tab, f"{base}/{page}")
+    out["before"] = [u for u, _ in fetched if _LIVE_ASSETS.search(u)]
+    out["bytes_before"] = sum(n for _, n in fetched)
+    boxes = page_.locator(".bqkv-live")
+    # the first touch, by the keyboard alone: Tab into the explorer's first control (the runtime
+    # and the model load), then change it by key
+    for i in range(boxes.count()):
+        page_.evaluate("i => { const b = document.querySelectorAll('.bqkv-live')[i];"
+                       " const t = document.createElement('a'); t.href = '#';"
+                       " b.parentNode.insertBefore(t, b); t.focus(); }", i)
+        touched = time.monotonic()
+        page_.keyboard.press("Tab")
+        focused = page_.evaluate("document.activeElement.tagName")
+        page_.keyboard.press("ArrowUp" if focused == "SELECT" else "End")
+        if focused != "SELECT":
+            page_.keyboard.type(" ")     # a space: valid in every typed input
+        page_.wait_for_function(_LIVE_SETTLED, arg=i, timeout=60_000)
+        out["first_touch_s"].append(round(time.monotonic() - touched, 2))
+        keyboard = page_.evaluate(_LIVE_STATE, i)
+        keyboard["focused"] = focused
+        out["explorers"].append({"keyboard": keyboard})
+    here = page_.evaluate("document.documentElement.dataset.content_root")
+    for i in range(boxes.count()):
+        kind = boxes.nth(i).get_attribute("data-kind")
+        spec = json.loads(boxes.nth(i).locator("script.bqkv-live-spec").text_content())
+        where = urljoin(page, f"{here}_static/live/{spec['name']}.json")
+        fixtures = json.loads((html_dir / where).read_text("utf-8"))["fixtures"]
+        ran = [(f, _live_input(page_, i, f)) for f in fixtures]
+        bad = []
+        for text in bad_inputs.get(kind, ()):
+            boxes.nth(i).locator(TYPED).first.fill(text)
+            page_.wait_for_function("i => document.querySelectorAll('.bqkv-live')[i]"
+                                    ".dataset.state === 'error'", arg=i, timeout=10_000)
+            bad.append((text, page_.evaluate(_LIVE_STATE, i)["status"]))
+        out["explorers"][i].update(kind=kind, spec=spec, fixtures=ran, bad=bad)
+        _live_input(page_, i, fixtures[0])
+        if shots_dir:
+            boxes.nth(i).screenshot(path=Path(shots_dir) / f"{_stem(page)}-live{i + 1}-desktop.png")
+    out["bytes_after"] = sum(n for _, n in fetched)
+    out["problems"] += tab[1]
+    out["seconds"]["desktop"], t0 = round(time.monotonic() - t0, 1), time.monotonic()
+    # a phone: touch where the reader types, then type; the page stays as wide as the screen
+    ptab = _tab(context(viewport={"width": PHONE, "height": 800}, is_mobile=True,
+                                    has_touch=True), base)
+    pp = _visit(ptab, f"{base}/{page}")
+    for i in range(boxes.count()):
+        pp.locator(".bqkv-live").nth(i).locator(f"{TYPED}, input[type=range]").first.tap()
+        r = _live_input(pp, i, out["explorers"][i]["fixtures"][0][0])
+        r["width"] = pp.evaluate("document.documentElement.scrollWidth")
+        out["explorers"][i]["phone"] = r
+        if shots_dir:
+            pp.locator(".bqkv-live").nth(i).screenshot(
+                path=Path(shots_dir) / f"{_stem(page)}-live{i + 1}-phone.png")
+    out["problems"] += ptab[1]
+    out["seconds"]["phone"], t0 = round(time.monotonic() - t0, 1), time.monotonic()
+    # no WebAssembly: the explorer says so, and the precomputed figures stay
+    off = context(viewport={"width": DESKTOP, "height": 900})
+    off.add_init_script("delete window.WebAssembly;")
+    otab = _tab(off, base)
+    op = _visit(otab, f"{base}/{page}")
+    out["no_wasm"] = [op.evaluate(_LIVE_STATE, i) for i in range(boxes.count())]
+    out["no_wasm_static_figures"] = op.locator(".bqkv-explorer img.bqkv-figure").count()
+    out["problems"] += otab[1]
+    out["seconds"]["no_wasm"] = round(time.monotonic() - t0, 1)
+    for made in contexts:
+        made.close()
     return out
 
 
