@@ -174,6 +174,7 @@ site-zh: $(STAMP)
 	  echo "== Chinese edition built in $$(( $$(date +%s) - t0 )) s"
 	@mv _build/$(I18N_DIR)/_build/html _build/html/$(I18N_DIR)
 	@mkdir -p _build/html/$(I18N_DIR)/notebooks && cp dist/reader/$(I18N_DIR)/[0-9]*.ipynb _build/html/$(I18N_DIR)/notebooks/
+	$(BIN)/python -m editions.share_static _build/html $(I18N_DIR)
 	@echo "== the Chinese edition is at $(CURDIR)/_build/html/$(I18N_DIR)/index.html"
 
 # Translations (locales/zh_CN; the English pages stay the only source, see locales/README.md):

@@ -9,6 +9,8 @@ BEFOREQKV_MAX_WIDE_CODE (unset: the test is an expected failure that reports the
 offenders, until the notebooks' long lines are fixed).
 """
 
+import functools
+
 import pytest
 
 from _book import ROOT, toc_files
@@ -156,13 +158,18 @@ def test_the_browser_check_catches_what_it_is_for(tmp_path, request):
 
 # --- live explorers (src/beforeqkv/live.py, book/_static/bqkv-live.js) -------------------------
 LIVE_PAGES = [f"{edition}book/{chapter}.html" for edition in ("", "zh/")
-              for chapter in ("01_squished_memory", "04_dynamic_weights", "05_queries_keys", "06_values_heads",
-                              "07_scaling", "08_transformer", "09_mlp_memory", "10_real_encoder")]
+              for chapter in ("01_squished_memory", "02_keep_every_state", "04_dynamic_weights", "05_queries_keys",
+                              "06_values_heads", "07_scaling", "08_transformer", "09_mlp_memory", "10_real_encoder",
+                              "11_modern_llm")]
 BAD_INPUT = {"recall": ["12:3 12:4", "12-3", "64:1", " "], "prompt": ["", "héllo wörld"],
              "rows": ["1 2 3", "3 9 14 0 9 5 1 12 7 7 2 15 4 0 11 16", "1.5", "-1", " "],
              "heads": ["0:1 0:2", "R0:1 R0:2", "R0-3", "9:9", "R0:9", "P7:3 R0:", " "], "slots": [],
-             "softmax": [], "sentences": []}
+             "softmax": [], "sentences": [], "nexttoken": ["", " word" * 80], "crosstalk": []}
 EIGHT_BITS = 0.06    # chapter 10's 8-bit MiniLM: |embedding - PyTorch's float32| (unit vectors)
+# chapter 11: SmolLM2's next-token probabilities in the browser against PyTorch's. The same
+# numbers (the GGUF file's grids), but float32 through 30 blocks on other kernels; measured:
+# at most 3e-5 apart on this machine's Chromium (onnxruntime in Python: 3e-6)
+NEXT_TOKEN = 1e-4
 
 
 @pytest.fixture(scope="module")
@@ -196,6 +203,13 @@ def test_live_explorer_gives_pytorchs_numbers_in_the_browser(live_report, page):
             if ex["kind"] == "softmax":
                 _same_row_and_title(page, fixture, r)
                 continue
+            if ex["kind"] == "nexttoken":
+                _same_next_tokens(page, fixture, r)
+                continue
+            if ex["kind"] == "crosstalk":     # the chapter's fractions (multiples of 1/2000): exactly
+                assert r["soft"] == fixture["soft"] and r["fixed"] == fixture["fixed"], f"{page}: {fixture['d_k']}"
+                assert r["scale"] == pytest.approx(fixture["scale"], rel=1e-12), page
+                continue
             assert _close(r["logits"], fixture["logits"]), f"{page}: logits"
             if ex["kind"] in ("recall", "rows", "heads", "slots"):
                 assert _close(r["weights"], fixture["weights"]), f"{page}: weights"
@@ -220,6 +234,34 @@ def _same_row_and_title(page, fixture, r):
     want = title.replace("{w}", "{w:.4f}").replace("{g}", "{g:.1e}").format(
         d=2 ** fixture["log2_d"], w=max(r["weights"]), g=r["grad"])
     assert r["title"] == want, f"{page}: {r['title']!r} is not {want!r}"
+
+
+def _same_next_tokens(page, fixture, r):
+    """Chapter 11: the page's byte-level BPE gives Python's ids; the likeliest next tokens are
+    PyTorch's, each within NEXT_TOKEN, labelled as Python's repr() labels them (a token swaps
+    places or leaves the list only in a tie within NEXT_TOKEN)."""
+    assert r["ids"] == fixture["ids"], f"{page}: {fixture['prompt']!r}: BPE ids differ"
+    got, want = dict(zip(r["top"], r["probs"])), dict(zip(fixture["top"], fixture["probs"]))
+    labels = dict(zip(fixture["top"], fixture["labels"]))
+    for i in set(got) & set(want):
+        assert abs(got[i] - want[i]) <= NEXT_TOKEN, f"{page}: {fixture['prompt']!r}: token {i}"
+        assert dict(zip(r["top"], r["labels"]))[i] == labels[i], f"{page}: token {i}'s label"
+    for i in set(got) ^ set(want):
+        edge = min(want.values()) if i in want else min(got.values())
+        assert abs(got.get(i, want.get(i)) - edge) <= NEXT_TOKEN, f"{page}: token {i} at the edge"
+    assert r["probs"] == sorted(r["probs"], reverse=True) and len(r["top"]) == len(fixture["top"])
+
+
+@pytest.mark.parametrize("page", [p for p in LIVE_PAGES if "11_modern_llm" in p])
+def test_a_click_on_a_next_token_appends_it_and_the_model_reads_on(live_report, page):
+    """Chapter 11: after the first prompt, a click on the likeliest token's bar appends that
+    token's text to the prompt, and the explorer runs again on the longer prompt."""
+    (ex,) = live_report[page]["explorers"]
+    first = ex["fixtures"][0][0]
+    clicked = ex["clicked"]
+    assert clicked["state"] == "ready", clicked["status"]
+    longer = first["prompt"] + _smollm2().decode([first["top"][0]])
+    assert clicked["result"]["prompt"] == longer and clicked["result"]["ids"] == _smollm2().tokenize(longer)
 
 
 def _same_as_the_8_bit_model(page, fixture, r):
@@ -249,6 +291,12 @@ def test_live_explorer_fetches_nothing_before_a_touch_and_answers_within_a_secon
     assert not r["problems"], f"{page}: " + "\n".join(r["problems"])
 
 
+@functools.cache
+def _smollm2():
+    from beforeqkv.pretrained import load_smollm2
+    return load_smollm2()
+
+
 @pytest.mark.parametrize("page", LIVE_PAGES)
 def test_live_explorer_refuses_bad_input_in_the_words_python_uses(live_report, page):
     from beforeqkv import i18n, live
@@ -264,6 +312,8 @@ def test_live_explorer_refuses_bad_input_in_the_words_python_uses(live_report, p
                         live.parse_tokens(text, ex["spec"]["n_ctx"], ex["spec"]["d_vocab"])
                     elif ex["kind"] == "heads":
                         live.parse_sequence(text, ex["spec"]["names"], ex["spec"]["n_payloads"])
+                    elif ex["kind"] == "nexttoken":
+                        live.NextToken(_smollm2(), max_tokens=ex["spec"]["max_tokens"]).encode(text)
                     else:
                         live.encode_prompt(text, ex["spec"]["chars"], ex["spec"]["n_ctx"])
                 assert status == str(err.value), f"{page}: {text!r}"

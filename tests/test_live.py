@@ -607,3 +607,216 @@ def test_softmax_row_in_jupyter_is_the_chapters_explorer_and_on_the_site_a_compo
         assert re.findall(r"\{(\w+)\}", spec["words"][key]) == ["d", "w", "g"] and ":." not in spec["words"][key]
 
 
+
+
+# ---------------------------------------------------------------- chapter 11: SmolLM2's next token
+def _graph(weights: dict, make_nodes):
+    """A one-input ONNX model (ids (1, T) int64 -> y) with ``weights`` stored in it."""
+    import onnx
+    from onnx import helper, numpy_helper
+    nodes, y = make_nodes(helper)
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [1, None])],
+                              [helper.make_tensor_value_info(y, onnx.TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, n) for n, w in weights.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _on_grids(v=40, d=64, n=96, seed=0):
+    """An embedding on the 8-bit grid (Q8_0), a matrix on the 4-bit one (Q4_1), the tied
+    unembedding, and a matrix on no grid: ids -> ((E[ids] W4) W_off) E^T."""
+    g = np.random.default_rng(seed)
+    table = g.standard_normal((v, d // 32, 32))
+    step8 = np.abs(table).max(-1, keepdims=True) / 127
+    table = np.round(table / step8) * step8
+    lo, step = g.standard_normal((n, d // 32, 1)), g.random((n, d // 32, 1)) * 0.1 + 0.01
+    w4 = g.integers(0, 16, (n, d // 32, 32)).astype(np.float64)
+    w4[..., 0], w4[..., 1] = 0, 15                         # each block spans its grid, as Q4_1's do
+    w4 = (w4 * step + lo).astype(np.float32).reshape(n, d).T   # (d, n)
+    weights = {"E": table.reshape(v, d).astype(np.float32), "W4": w4,
+               "Woff": g.standard_normal((n, d)).astype(np.float32),
+               "Et": np.ascontiguousarray(table.reshape(v, d).T).astype(np.float32)}
+
+    def nodes(h):
+        return [h.make_node("Gather", ["E", "ids"], ["x"]), h.make_node("MatMul", ["x", "W4"], ["a"]),
+                h.make_node("MatMul", ["a", "Woff"], ["b"]), h.make_node("MatMul", ["b", "Et"], ["y"])], "y"
+    return _graph(weights, nodes)
+
+
+def test_grid_weights_stores_each_matrix_on_its_grid_and_computes_the_same(tmp_path):
+    import onnx
+    src, out = tmp_path / "f.onnx", tmp_path / "g.onnx"
+    onnx.save(_on_grids(), str(src))
+    live.grid_weights(src, out)
+    assert live._grids(out) == {4: 1, 8: 1, 0: 1}           # W4, the tied E^T; Woff stays float32
+    names = {t.name for t in onnx.load(str(out)).graph.initializer}
+    assert {"E", "Et", "W4"}.isdisjoint(names) and "Woff" in names   # one 8-bit copy of E serves both
+    ids = np.array([[3, 0, 39, 3, 17]])
+    want = ort.InferenceSession(str(src)).run(None, {"ids": ids})[0]
+    got = ort.InferenceSession(str(out)).run(None, {"ids": ids})[0]
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+    assert out.stat().st_size < 0.6 * src.stat().st_size
+
+
+def test_grid_weights_leaves_weights_on_no_grid_and_says_so(tmp_path):
+    import onnx
+    g = np.random.default_rng(1)
+    weights = {"W": g.standard_normal((64, 8)).astype(np.float32), "E": g.standard_normal((10, 64)).astype(np.float32)}
+    model = _graph(weights, lambda h: ([h.make_node("Gather", ["E", "ids"], ["x"]),
+                                        h.make_node("MatMul", ["x", "W"], ["y"])], "y"))
+    onnx.save(model, str(tmp_path / "f.onnx"))
+    with pytest.raises(ValueError, match="no weight matrix sits on a 4- or 8-bit grid"):
+        live.grid_weights(tmp_path / "f.onnx", tmp_path / "g.onnx")
+
+
+def test_a_matrix_nearly_on_a_grid_is_not_rounded_onto_it(tmp_path):
+    """One weight moved by a thousandth of its block's step: the grid no longer holds it."""
+    import onnx
+    model = _on_grids()
+    w4 = next(t for t in model.graph.initializer if t.name == "W4")
+    from onnx import numpy_helper
+    w = numpy_helper.to_array(w4).copy()
+    w[5, 7] += 1e-3 * (w[:32, 7].max() - w[:32, 7].min()) / 15
+    w4.CopyFrom(numpy_helper.from_array(w, "W4"))
+    onnx.save(model, str(tmp_path / "f.onnx"))
+    live.grid_weights(tmp_path / "f.onnx", tmp_path / "g.onnx")
+    assert live._grids(tmp_path / "g.onnx") == {8: 1, 0: 2}
+
+
+@pytest.fixture(scope="module")
+def smol_export(lm, tmp_path_factory):
+    where = tmp_path_factory.mktemp("ch11")
+    nt = live.NextToken(lm)
+    return nt, nt.export(where), where
+
+
+def test_next_token_export_is_the_gguf_files_numbers_and_pytorchs_probabilities(smol_export):
+    nt, spec, where = smol_export
+    assert spec["files"] == {"model": "ch11-smollm2.onnx", "tokenizer": "ch11-smollm2-tokenizer.json"}
+    assert live._grids(where / "ch11-smollm2.onnx") == {4: 7 * 30, 8: 1}
+    s = ort.InferenceSession(str(where / "ch11-smollm2.onnx"), providers=["CPUExecutionProvider"])
+    assert len(spec["fixtures"]) == len(live.NextToken.FIXTURES) >= 10
+    for f in spec["fixtures"]:
+        assert f["ids"] == nt.lm.tokenize(f["prompt"])
+        probs = s.run(["probs"], {"ids": np.array([f["ids"]])})[0]
+        assert np.argsort(-probs)[:nt.k].tolist() == f["top"] or f["probs"][-2] - f["probs"][-1] < 1e-4
+        assert np.abs(probs[f["top"]] - np.array(f["probs"])).max() <= 1e-5, f["prompt"]
+        assert f["labels"] == [repr(nt.lm.decode([i])) for i in f["top"]]
+
+
+def test_next_token_tokenizer_file_is_the_models_tokenizer(smol_export):
+    from beforeqkv.pretrained.bpe import BPETokenizer
+    nt, spec, where = smol_export
+    t = json.loads((where / spec["files"]["tokenizer"]).read_text("utf-8"))
+    again = BPETokenizer(t["tokens"], t["merges"], special=set(t["special"]), unknown=t["unknown"])
+    for text in live.NextToken.FIXTURES:
+        assert again.encode(text) == nt.lm.tokenize(text)
+    assert t["special"] == sorted(nt.lm.tokenizer.special) and t["unknown"] == nt.lm.tokenizer.unknown
+
+
+@pytest.mark.parametrize("text,words", [("", "at least one token"),
+                                        (" word" * 80, "80 tokens long, longer than the 64")])
+def test_next_token_refuses_a_prompt_it_cannot_read_in_words(lm, text, words):
+    with pytest.raises(ValueError, match=words):
+        live.NextToken(lm).encode(text)
+    with pytest.raises(ValueError, match="SmolLM2"):
+        live.NextToken(object())
+
+
+def test_next_token_widget_figure_and_component(smol_export):
+    pytest.importorskip("ipywidgets")
+    nt, spec, where = smol_export
+    assert list(nt.widget().kwargs) == ["prompt"]
+    fig = nt.figure("The capital of France is")
+    assert "' Paris'" in [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    page = nt.html()
+    assert 'data-kind="nexttoken"' in page and '"mb": ' in page and "ch11-smollm2.onnx" in page
+
+
+def test_the_export_refuses_a_model_that_does_not_give_the_chapters_numbers(smol_export, tmp_path):
+    """The export's process checks its file against the chapter's probabilities: a model that
+    changed in the notebook (here: fixtures moved by 1e-3) is not written."""
+    nt, spec, _where = smol_export
+    f = dict(spec["fixtures"][0])
+    f["probs"] = [p + 1e-3 for p in f["probs"]]
+    job = json.dumps({"where": str(tmp_path), "name": "x", "n_ctx": nt.lm.config.n_ctx,
+                      "fixtures": [{k: f[k] for k in ("ids", "top", "probs")}]})
+    with pytest.raises(ValueError, match="would not compute with the chapter's numbers"):
+        live._export_smollm2(job)
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- chapter 2: crosstalk
+def _recall(n_pairs, d_k=16, sharpness=None, n_values=16, trials=2000, seed=0):
+    """Chapter 2's function, as the chapter writes it."""
+    import torch.nn.functional as F
+    from beforeqkv import attention
+    g = torch.Generator().manual_seed(seed)
+    keys = F.normalize(torch.randn(trials, n_pairs, d_k, generator=g), dim=-1)
+    E = F.normalize(torch.randn(n_values, 16, generator=g), dim=-1)
+    ids = torch.randint(n_values, (trials, n_pairs), generator=g)
+    q = keys[:, :1]
+    if sharpness is None:
+        read = attention.linear_attention(q, keys, E[ids], via_memory=True)
+    else:
+        read = attention.scaled_dot_product_attention(q, keys, E[ids], scale=sharpness)
+    return ((read[:, 0] @ E.T).argmax(-1) == ids[:, 0]).float().mean().item()
+
+
+@pytest.fixture(scope="module")
+def crosstalk():
+    return live.Crosstalk(_recall)
+
+
+def test_crosstalk_stores_the_chapters_draws_for_every_width_and_scale(crosstalk):
+    """The stored draws give exactly the chapter's fractions: both reads, every width, scales
+    inside and between the chapter's six."""
+    for d_k in (8, 16, 32, 64):
+        for scale in (0.1, 0.37, 1.0, 7.3, 30.0, 100.0):
+            soft, fixed = crosstalk.run(d_k, scale)
+            assert soft == [_recall(n, d_k, sharpness=scale) for n in crosstalk.n_sweep], (d_k, scale)
+            assert fixed == [_recall(n, d_k) for n in crosstalk.n_sweep], d_k
+
+
+def test_crosstalk_export_gives_the_chapters_numbers_and_stays_small(tmp_path, crosstalk):
+    spec = crosstalk.export(tmp_path)
+    assert spec["files"] == {"model": "ch02-crosstalk.onnx"} and (tmp_path / "ch02-crosstalk.onnx").stat().st_size < 6e6
+    s = ort.InferenceSession(str(tmp_path / "ch02-crosstalk.onnx"), providers=["CPUExecutionProvider"])
+    assert len(spec["fixtures"]) == len(live.Crosstalk.FIXTURES)
+    for f in spec["fixtures"]:
+        assert f["scale"] == pytest.approx(0.1 * 10 ** (f["position"] / 100))
+        soft, fixed = s.run(None, {"width": np.array([crosstalk.widths.index(f["d_k"])]),
+                                   "scale": np.array([f["scale"]], np.float32)})
+        assert soft.tolist() == f["soft"] and fixed.tolist() == f["fixed"], f["d_k"]
+    assert len({tuple(f["soft"]) for f in spec["fixtures"]}) >= 4          # fixtures that differ
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda n, d_k, sharpness=None: _recall(n, d_k, sharpness, seed=1),                 # other draws
+    lambda n, d_k, sharpness=None: _recall(n, d_k, None if sharpness is None else 2 * sharpness),
+    lambda n, d_k, sharpness=None: _recall(n, d_k, sharpness, trials=500),
+])
+def test_crosstalk_refuses_a_function_that_is_not_the_chapters(wrong):
+    with pytest.raises(ValueError, match="does not draw what the explorer stores"):
+        live.Crosstalk(wrong)
+
+
+@pytest.mark.parametrize("setting,words", [((12, 1.0), "d_k is one of"), ((16, 0.05), "from 0.1 to 100"),
+                                           ((16, 101), "from 0.1 to 100"), ((True, 1.0), "d_k is one of"),
+                                           ((16, "1"), "from 0.1 to 100")])
+def test_crosstalk_refuses_settings_outside_its_range_in_words(crosstalk, setting, words):
+    with pytest.raises(ValueError, match=words):
+        crosstalk.run(*setting)
+
+
+def test_crosstalk_refuses_sizes_it_cannot_store():
+    with pytest.raises(ValueError, match="at most 2,000,000"):
+        live.Crosstalk(_recall, widths=(8, 16, 32, 64, 128), trials=10_000)
+    with pytest.raises(ValueError, match="0 < lowest scale < highest"):
+        live.Crosstalk(_recall, scales=(10, 1))
+
+
+def test_crosstalk_in_jupyter_is_the_chapters_explorer_and_on_the_site_a_component(tmp_path, crosstalk):
+    assert crosstalk.widget() is None
+    crosstalk.export(tmp_path)
+    page = crosstalk.html()
+    assert 'data-kind="crosstalk"' in page and '"positions": 300' in page and '"start": [16, 248]' in page

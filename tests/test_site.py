@@ -61,33 +61,62 @@ def test_mathjax_is_served_from_the_site_at_the_pinned_version(site):
     assert (site / "_static" / "favicon.svg").is_file()
 
 
+def _served(site, edition) -> dict:
+    """{"ort/NAME" or "live/NAME": the file the edition's pages fetch}: its own copy, or the
+    first edition's where its bqkv-live.js says so (tools/editions/share_static.py)."""
+    import json
+    static = site / edition / "_static"
+    table = re.search(r"var SHARED = (\{.*?\});", (static / "bqkv-live.js").read_text("utf-8")).group(1)
+    shared = json.loads(table)
+    out = {f"{d}/{p.name}": p for d in ("ort", "live") for p in (static / d).iterdir()}
+    for name, up in shared.items():
+        assert name not in out, f"{edition}: {name} is shared and kept"
+        out[name] = (site / edition / up / "_static" / name).resolve()     # as the page resolves it
+        assert out[name].is_file() and out[name].is_relative_to(site.resolve()), name
+    return out
+
+
+def test_the_chinese_edition_reads_the_english_copy_of_the_large_files_they_share(site):
+    """One copy on the site of the runtime's WebAssembly and the models read from files
+    (MiniLM, SmolLM2): the Chinese pages fetch the English edition's (tools/editions/share_static.py)."""
+    import json
+    table = re.search(r"var SHARED = (\{.*?\});", (site / "zh" / "_static" / "bqkv-live.js").read_text("utf-8"))
+    assert set(json.loads(table.group(1))) >= {"ort/ort-wasm-simd-threaded.wasm", "live/ch10-minilm-int8.onnx",
+                                               "live/ch11-smollm2.onnx", "live/ch11-smollm2-tokenizer.json"}
+    assert "var SHARED = {};" in (site / "_static" / "bqkv-live.js").read_text("utf-8")
+
+
 @pytest.mark.parametrize("edition", ["", "zh/"])
 def test_onnxruntime_web_is_served_from_the_site_with_its_licence(site, edition):
     """The live explorers' runtime: the pinned release, its licence and notice beside it, and
     the chapter's exported models; only the pages with a live explorer load the script."""
     import vendor
     version, integrity, _ = vendor.PINS["onnxruntime-web"]
+    served = _served(site, edition)
     ort = site / edition / "_static" / "ort"
     assert (ort / "VERSION").read_text() == f"{version} {integrity}"
     for name in ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"):
-        assert (ort / name).is_file(), name
+        assert served[f"ort/{name}"].is_file(), name
     assert "MIT License" in (ort / "LICENSE").read_text() and "ThirdPartyNotices" in (ort / "NOTICE").read_text()
     assert f'var ORT_VERSION = "{version}"' in (site / edition / "_static" / "bqkv-live.js").read_text()
-    live = site / edition / "_static" / "live"
-    assert sorted(p.name for p in live.iterdir()) == [
+    live = {name[5:]: path for name, path in served.items() if name.startswith("live/")}
+    assert sorted(live) == [
         "ch01-recall-n16.onnx", "ch01-recall-n2.onnx", "ch01-recall-n32.onnx", "ch01-recall-n4.onnx",
-        "ch01-recall-n8.onnx", "ch01-recall.json",
+        "ch01-recall-n8.onnx", "ch01-recall.json", "ch02-crosstalk.json", "ch02-crosstalk.onnx",
         *(f"ch04-pointer-{k}.onnx" for k in range(3)), "ch04-pointer.json",  # the 3 mixers
         *(f"ch05-triads-{k}.onnx" for k in range(8)), "ch05-triads.json",   # the 8 scores
         *(f"ch06-ring-{k}.onnx" for k in range(3)), "ch06-ring.json",       # H = 1, 2, 4
         "ch07-softmax.json", "ch07-softmax.onnx",                           # the draws, stored
         "ch08-prompt.json", "ch08-prompt.onnx",
         *(f"ch09-slots-{k}.onnx" for k in range(2)), "ch09-slots.json",     # trained, by hand
-        "ch10-minilm-int8.onnx", "ch10-minilm-vocab.txt", "ch10-minilm.json"]
+        "ch10-minilm-int8.onnx", "ch10-minilm-vocab.txt", "ch10-minilm.json",
+        "ch11-smollm2-tokenizer.json", "ch11-smollm2.json", "ch11-smollm2.onnx"]
+    assert 110e6 < live["ch11-smollm2.onnx"].stat().st_size < 125e6      # the README: about 117 MB
     with_script = sorted(p.stem for p in (site / edition / "book").glob("*.html")
                          if "bqkv-live.js" in p.read_text("utf-8"))
-    assert with_script == ["01_squished_memory", "04_dynamic_weights", "05_queries_keys", "06_values_heads",
-                           "07_scaling", "08_transformer", "09_mlp_memory", "10_real_encoder"]
+    assert with_script == ["01_squished_memory", "02_keep_every_state", "04_dynamic_weights", "05_queries_keys",
+                           "06_values_heads", "07_scaling", "08_transformer", "09_mlp_memory", "10_real_encoder",
+                           "11_modern_llm"]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
@@ -243,9 +272,10 @@ def test_no_page_shows_a_warning_or_stderr_output(site, edition):
 @pytest.mark.parametrize("edition", ["", "zh/"])
 @pytest.mark.parametrize("chapter", ["02_keep_every_state", "03_red_connections", "11_modern_llm"])
 def test_an_explorer_that_runs_nothing_live_offers_every_setting(site, edition, chapter):
-    """Chapters 2 and 3 draw from drop-downs and short sliders, chapter 11 from its prompts, and
-    compute nothing in the browser (random-draw arithmetic, a diagram, a 135M-parameter model):
-    their explorers must cover the whole range, every setting drawn, not a thinned grid."""
+    """Chapter 3 draws a diagram from two short sliders and computes nothing in the browser;
+    chapter 2's six scales and chapter 11's prompts are what a reader without WebAssembly gets
+    under their live panels. These explorers must cover their whole range, every setting
+    drawn, not a thinned grid."""
     from beforeqkv import i18n
     i18n.set_language("zh_CN" if edition else "en")
     try:

@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 
 from _book import CHAPTERS, ROOT
 
@@ -74,3 +75,28 @@ def test_no_tool_or_test_edits_sys_path_to_reach_the_tools():
     files = [p for d in ("tools", "tests", "_ext") for p in sorted((ROOT / d).rglob("*.py"))]
     found = [str(p.relative_to(ROOT)) for p in files if call in p.read_text(encoding="utf-8")]
     assert not found, found
+
+
+def test_share_static_keeps_one_copy_of_each_large_identical_file(tmp_path):
+    """The second edition reads the first edition's copy of a large identical file; a file
+    that differs, or a small one, stays; the script's table says where each shared file is."""
+    from editions import share_static
+    script = (ROOT / "book" / "_static" / "bqkv-live.js").read_text(encoding="utf-8")
+    for edition in ("", "zh"):
+        static = tmp_path / edition / "_static"
+        (static / "ort").mkdir(parents=True)
+        (static / "live").mkdir()
+        (static / "bqkv-live.js").write_text(script, encoding="utf-8")
+        (static / "ort" / "runtime.wasm").write_bytes(b"w" * 2000)
+        (static / "live" / "model.onnx").write_bytes(b"m" * 2000)
+        (static / "live" / "small.json").write_bytes(b"s" * 10)
+        (static / "live" / "trained.onnx").write_bytes(edition.encode() + b"t" * 2000)  # differs
+    shared = share_static.share(tmp_path, "zh", min_bytes=1000)
+    assert shared == {"live/model.onnx": "../", "ort/runtime.wasm": "../"}
+    zh = tmp_path / "zh" / "_static"
+    assert sorted(p.name for p in (zh / "live").iterdir()) == ["small.json", "trained.onnx"]
+    assert not (zh / "ort" / "runtime.wasm").exists() and (tmp_path / "_static" / "ort" / "runtime.wasm").exists()
+    js = (zh / "bqkv-live.js").read_text(encoding="utf-8")
+    assert 'var SHARED = {"live/model.onnx": "../", "ort/runtime.wasm": "../"};' in js
+    with pytest.raises(ValueError, match="expected one line"):      # filled once, never twice
+        share_static.share(tmp_path, "zh", min_bytes=1000)

@@ -313,7 +313,7 @@ _LIVE_STATE = """i => { const box = document.querySelectorAll('.bqkv-live')[i];
 _LIVE_SETTLED = """i => ['ready', 'error'].includes(document.querySelectorAll('.bqkv-live')[i].dataset.state)"""
 _SLIDE = """(el, value) => { el.value = String(value); el.dispatchEvent(new Event('input')); }"""
 _LIVE_ASSETS = re.compile(r"/_static/(ort|live)/")
-# Where the reader types: the pairs (chapter 1), the sequence (5, 6), the prompt (8), the sentences (10)
+# Where the reader types: the pairs (chapter 1), the sequence (5, 6), the prompt (8, 11), the sentences (10)
 TYPED = "input[type=text], textarea"
 
 
@@ -335,6 +335,10 @@ def _live_input(page, i, fixture):
         box.locator("select").select_option(fixture["model"])
         box.locator("input[type=text]").fill(fixture["sequence"])
         want = {k: fixture[k] for k in ("model", "sequence")}
+    elif "position" in fixture:                       # chapter 2: a width, the scale's slider
+        box.locator("select").select_option(str(fixture["d_k"]))
+        box.locator("input[type=range]").evaluate(_SLIDE, fixture["position"])
+        want = {k: fixture[k] for k in ("d_k", "position")}
     elif "log2_d" in fixture:                         # chapter 7: a width, the scale, a draw
         sliders = box.locator("input[type=range]")
         sliders.nth(0).evaluate(_SLIDE, fixture["log2_d"])
@@ -353,6 +357,9 @@ def _live_input(page, i, fixture):
         texts.nth(0).fill(fixture["first"]["text"])
         texts.nth(1).fill(fixture["second"]["text"])
         want = {"first": fixture["first"]["text"], "second": fixture["second"]["text"]}
+    elif "top" in fixture:                            # chapter 11: a prompt
+        box.locator("textarea").fill(fixture["prompt"])
+        want = {"prompt": fixture["prompt"]}
     else:                                             # chapter 8: temperature, length, prompt
         sliders = box.locator("input[type=range]")
         sliders.nth(0).evaluate(_SLIDE, 0)
@@ -461,6 +468,12 @@ def _live_page(browser, base, html_dir, page, bad_inputs, shots_dir) -> dict:
         _live_input(page_, i, fixtures[0])
         if shots_dir:
             boxes.nth(i).screenshot(path=Path(shots_dir) / f"{_stem(page)}-live{i + 1}-desktop.png")
+        if kind == "nexttoken":         # a click on the likeliest token appends it; the model reads on
+            boxes.nth(i).locator(".bqkv-live-next button").first.click()
+            page_.wait_for_function("([i, p]) => { const b = document.querySelectorAll('.bqkv-live')[i];"
+                                    " return b.dataset.state === 'ready' && b.bqkvResult.prompt !== p; }",
+                                    arg=[i, fixtures[0]["prompt"]], timeout=60_000)
+            out["explorers"][i]["clicked"] = page_.evaluate(_LIVE_STATE, i)
     out["bytes_after"] = sum(n for _, n in fetched)
     out["problems"] += tab[1]
     out["seconds"]["desktop"], t0 = round(time.monotonic() - t0, 1), time.monotonic()

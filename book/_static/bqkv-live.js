@@ -5,13 +5,15 @@
  * _static/ort/, single-threaded WebAssembly) and the chapter's ONNX model (_static/live/) load
  * once, and every change of input runs the model again. The last result is kept on the element
  * (el.bqkvResult) and its state in data-state: idle, loading, ready, error, off.
- * Seven kinds: "recall" (chapter 1: typed key:value pairs and a query), "rows" (chapter 4: typed
+ * Nine kinds: "recall" (chapter 1: typed key:value pairs and a query), "crosstalk" (chapter 2:
+ * recall against N at any softmax scale, from the chapter's stored random keys), "rows" (chapter 4: typed
  * tokens and a query position, each mixer's weights), "heads" (chapters 5
  * and 6: a typed sequence of item:payload tokens, every head's weights over it), "softmax"
  * (chapter 7: one random row's softmax at any width and draw, scaled or not), "slots"
  * (chapter 9: any fact's key, or a blend of two, read by a slot memory), "prompt"
  * (chapter 8: a typed prompt, continued by the character GPT) and "sentences" (chapter 10:
- * two typed sentences, read by an 8-bit MiniLM). The input rules mirror beforeqkv.live;
+ * two typed sentences, read by an 8-bit MiniLM) and "nexttoken" (chapter 11: a typed prompt,
+ * SmolLM2's likeliest next tokens). The input rules mirror beforeqkv.live;
  * tests/test_browser.py holds the numbers to PyTorch's.
  */
 (function () {
@@ -21,6 +23,10 @@
   var root = new URL(document.documentElement.dataset.content_root ||
                      (window.DOCUMENTATION_OPTIONS && DOCUMENTATION_OPTIONS.URL_ROOT) || "./",
                      document.baseURI).href;
+  // Files the Chinese edition reads from the English edition's copy, so that the site carries
+  // one: tools/editions/share_static.py fills this table in the second edition's copy of the script.
+  var SHARED = {};
+  function asset(path) { return new URL((SHARED[path] || "") + "_static/" + path, root).href; }
   var runtime = null;         // a promise of the ort global
   var sessions = {};          // file -> promise of an InferenceSession
 
@@ -35,14 +41,15 @@
     if (runtime) return runtime;
     runtime = new Promise(function (resolve, reject) {
       var s = document.createElement("script");
-      s.src = root + "_static/ort/ort.wasm.min.js";
+      s.src = asset("ort/ort.wasm.min.js");
       s.onload = function () {
         var ort = window.ort;
         if (!ort || ort.env.versions.common !== ORT_VERSION) {
           reject(new Error("onnxruntime-web " + ORT_VERSION + " did not load"));
           return;
         }
-        ort.env.wasm.wasmPaths = root + "_static/ort/";
+        ort.env.wasm.wasmPaths = {mjs: asset("ort/ort-wasm-simd-threaded.mjs"),
+                                  wasm: asset("ort/ort-wasm-simd-threaded.wasm")};
         ort.env.wasm.numThreads = 1;   // no cross-origin isolation on a static host
         ort.env.wasm.proxy = false;
         resolve(ort);
@@ -57,7 +64,7 @@
   function run(file, feeds) {
     return loadRuntime().then(function (ort) {
       if (!sessions[file]) {
-        sessions[file] = ort.InferenceSession.create(root + "_static/live/" + file,
+        sessions[file] = ort.InferenceSession.create(asset("live/" + file),
                                                      {executionProviders: ["wasm"]});
       }
       return sessions[file].then(function (s) { return s.run(feeds(ort)); });
@@ -483,6 +490,76 @@
     return {controls: [memory, a.input, b.input, t.input], compute: compute};
   }
 
+  /* ---------------------------------------------------------------- chapter 2: crosstalk */
+
+  function g3(x) { return String(Number(x.toPrecision(3))); }     // 30.2, 0.372, 100
+
+  // The chapter's figure: recall against N (log axis), the softmax read and the fixed memory,
+  // a dotted line at N = d_k and a dashed one at chance.
+  function drawCrosstalk(figure, spec, r) {
+    var w = spec.words, W = 460, H = 270, L = 48, R = 12, T = 14, B = 40, n = spec.n_sweep;
+    var lx = function (v) { return Math.log(v) / Math.LN2; }, x0 = lx(n[0]), x1 = lx(n[n.length - 1]);
+    var x = function (v) { return L + (W - L - R) * (lx(v) - x0) / ((x1 - x0) || 1); };
+    var y = function (v) { return H - B - (H - B - T) * v / 1.05; };
+    var labels = [fill(w.soft, {s: g3(r.scale)}), fill(w.fixed, {d_k: r.d_k})];
+    var s = svg("svg", {viewBox: "0 0 " + W + " " + H, width: "100%", role: "img", style: "max-width:" + W + "px;display:block"});
+    s.appendChild(svg("title", {}, labels[0] + ": " + r.soft.map(function (v) { return v.toFixed(3); }).join(", ") +
+                      "; " + labels[1] + ": " + r.fixed.map(function (v) { return v.toFixed(3); }).join(", ")));
+    var axis = {stroke: "gray", "stroke-width": 0.8}, small = {"font-size": 10, fill: "currentColor"};
+    s.appendChild(svg("line", Object.assign({x1: L, x2: W - R, y1: y(0), y2: y(0)}, axis)));
+    s.appendChild(svg("line", Object.assign({x1: L, x2: L, y1: y(0), y2: T}, axis)));
+    [0, 0.5, 1].forEach(function (v) {
+      s.appendChild(svg("text", Object.assign({x: L - 4, y: y(v) + 3, "text-anchor": "end"}, small), String(v)));
+    });
+    n.forEach(function (v) {
+      s.appendChild(svg("text", Object.assign({x: x(v), y: H - B + 13, "text-anchor": "middle"}, small), String(v)));
+    });
+    s.appendChild(svg("text", Object.assign({x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle"}, small), w.x));
+    s.appendChild(svg("text", Object.assign({transform: "translate(11," + (H - B + T) / 2 + ") rotate(-90)",
+                                             "text-anchor": "middle"}, small), w.y));
+    s.appendChild(svg("line", {x1: L, x2: W - R, y1: y(spec.chance), y2: y(spec.chance), stroke: "gray",
+                               "stroke-dasharray": "5 3", "stroke-width": 0.8}));
+    if (r.d_k >= n[0] && r.d_k <= n[n.length - 1]) {
+      s.appendChild(svg("line", {x1: x(r.d_k), x2: x(r.d_k), y1: y(0), y2: T, stroke: "gray",
+                                 "stroke-dasharray": "1 3", "stroke-width": 1}));
+    }
+    [r.soft, r.fixed].forEach(function (curve, k) {
+      var c = spec.colours[k];
+      s.appendChild(svg("polyline", {points: curve.map(function (v, i) { return x(n[i]) + "," + y(v); }).join(" "),
+                                     fill: "none", stroke: c, "stroke-width": 1.6}));
+      curve.forEach(function (v, i) { s.appendChild(svg("circle", {cx: x(n[i]), cy: y(v), r: 3, fill: c})); });
+    });
+    var legend = el("p", {"class": "bqkv-live-caption"});
+    labels.forEach(function (text, k) {
+      var key = el("span", {}, "\u25CF ");
+      key.style.color = spec.colours[k];
+      legend.append(key, text, k ? "" : "   ");
+    });
+    figure.replaceChildren(el("p", {"class": "bqkv-live-answer"}, fill(w.figure, {d_k: r.d_k})), legend, s);
+  }
+
+  function crosstalk(box, spec, panel, go) {
+    var w = spec.words;
+    function again() { go(compute); }
+    var width = choose(spec.widths, null, spec.start[0], w.d_k);
+    var scale = slider(w.scale, 0, spec.positions, 1, spec.start[1], again), shown = scale.wrap.querySelector("output");
+    panel.controls.append(labelled(w.d_k, width), scale.wrap);
+    function scaleAt(p) { return spec.lo * Math.pow(10, p / spec.steps); }
+    shown.textContent = g3(scaleAt(spec.start[1]));
+    function compute() {
+      var d = parseInt(width.value, 10), p = parseInt(scale.input.value, 10), sc = scaleAt(p);
+      shown.textContent = g3(sc);
+      return run(spec.files.model, function (ort) {
+        return {width: int64([spec.widths.indexOf(d)], [1], ort), scale: new ort.Tensor("float32", Float32Array.from([sc]), [1])};
+      }).then(function (out) {
+        var r = {d_k: d, position: p, scale: sc, soft: Array.from(out.soft.data), fixed: Array.from(out.fixed.data)};
+        return {draw: function () { drawCrosstalk(panel.figure, spec, r); }, result: r};
+      });
+    }
+    width.addEventListener("change", again);
+    return {controls: [width, scale.input], compute: compute};
+  }
+
   /* ---------------------------------------------------------------- chapter 7: softmax row */
 
   // Python's "{:.1e}": 7.3e-05, not JavaScript's 7.3e-5
@@ -694,7 +771,7 @@
   var vocabs = {};
   function vocab(file) {
     if (!vocabs[file]) {
-      vocabs[file] = fetch(root + "_static/live/" + file).then(function (r) {
+      vocabs[file] = fetch(asset("live/" + file)).then(function (r) {
         if (!r.ok) throw new Error("could not fetch " + file);
         return r.text();
       }).then(function (text) {
@@ -776,10 +853,140 @@
     return {controls: [first, second, layer, head], compute: compute};
   }
 
+  /* ---------------------------------------------------------------- chapter 11: SmolLM2 */
+
+  // beforeqkv.pretrained.bpe, line by line. Python's re classes, spelled out: \s is str.isspace,
+  // \w letters, numbers and "_", \d decimal digits only (so "½" and "²" join letters' runs).
+  var SPACE = "\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+  var PRESPLIT = new RegExp("'s|'t|'re|'ve|'m|'ll|'d| ?[\\p{L}\\p{Nl}\\p{No}]+| ?\\p{Nd}| ?(?:[^" + SPACE +
+                            "\\p{L}\\p{N}_]|_)+|[" + SPACE + "]+(?![^" + SPACE + "])|[" + SPACE + "]+", "gu");
+  function byteSymbols() {               // GPT-2's byte -> printable character table
+    var table = [], extra = 0;
+    for (var b = 0; b < 256; b++) {
+      var keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      table.push(String.fromCodePoint(keep ? b : 256 + extra++));
+    }
+    return table;
+  }
+  var bpes = {};
+  function bpe(file) {
+    if (!bpes[file]) {
+      bpes[file] = fetch(asset("live/" + file)).then(function (r) {
+        if (!r.ok) throw new Error("could not fetch " + file);
+        return r.json();
+      }).then(function (t) {
+        var ids = new Map(), ranks = new Map(), symbols = byteSymbols(), bytes = new Map();
+        t.tokens.forEach(function (s, i) { ids.set(s, i); });
+        t.merges.forEach(function (m, r) { ranks.set(m, r); });
+        symbols.forEach(function (c, b) { bytes.set(c, b); });
+        return {tokens: t.tokens, ids: ids, ranks: ranks, symbols: symbols, bytes: bytes,
+                special: new Set(t.special), unknown: t.unknown, cache: new Map()};
+      });
+    }
+    return bpes[file];
+  }
+  function merge(word, t) {              // the pair listed first in the merges, every occurrence
+    if (t.cache.has(word)) return t.cache.get(word);
+    var s = Array.from(word);
+    while (s.length > 1) {
+      var best = -1, at = -1;
+      for (var i = 0; i + 1 < s.length; i++) {
+        var r = t.ranks.get(s[i] + " " + s[i + 1]);
+        if (r !== undefined && (best < 0 || r < best)) { best = r; at = i; }
+      }
+      if (at < 0) break;
+      var a = s[at], b = s[at + 1], out = [];
+      for (var j = 0; j < s.length; j++) {
+        if (j + 1 < s.length && s[j] === a && s[j + 1] === b) { out.push(a + b); j++; } else out.push(s[j]);
+      }
+      s = out;
+    }
+    t.cache.set(word, s);
+    return s;
+  }
+  function bpeEncode(text, t) {
+    var ids = [], utf8 = new TextEncoder();
+    (text.match(PRESPLIT) || []).forEach(function (piece) {
+      var word = Array.from(utf8.encode(piece), function (b) { return t.symbols[b]; }).join("");
+      merge(word, t).forEach(function (s) { ids.push(t.ids.has(s) ? t.ids.get(s) : t.unknown); });
+    });
+    return ids;
+  }
+  function bpeToken(id, t) {              // one token's text, as Python's decode([id]) gives it
+    var s = t.tokens[id], chars = Array.from(s);
+    if (t.special.has(id) || chars.some(function (c) { return !t.bytes.has(c); })) return s;
+    return new TextDecoder("utf-8").decode(Uint8Array.from(chars, function (c) { return t.bytes.get(c); }));
+  }
+  function pyRepr(text) {                 // Python's repr() of a str
+    var q = text.indexOf("'") >= 0 && text.indexOf('"') < 0 ? '"' : "'";
+    return q + Array.from(text).map(function (c) {
+      if (c === q || c === "\\") return "\\" + c;
+      if (c === "\n") return "\\n";
+      if (c === "\r") return "\\r";
+      if (c === "\t") return "\\t";
+      if (c !== " " && /^[\p{C}\p{Z}]$/u.test(c)) {
+        var cp = c.codePointAt(0), hex = cp.toString(16);
+        return cp < 0x100 ? "\\x" + hex.padStart(2, "0") : cp < 0x10000 ? "\\u" + hex.padStart(4, "0")
+          : "\\U" + hex.padStart(8, "0");
+      }
+      return c;
+    }).join("") + q;
+  }
+
+  function drawNext(figure, spec, r, append) {
+    var w = spec.words, list = el("div", {"class": "bqkv-live-next", role: "list"});
+    r.labels.forEach(function (label, k) {
+      var b = el("button", {type: "button", role: "listitem", "aria-label": label + " " + r.probs[k].toFixed(3)});
+      var bar = el("span", {"class": "bqkv-live-bar"});
+      bar.style.width = (100 * r.probs[k]).toFixed(1) + "%";
+      b.append(el("code", {}, label), el("span", {"class": "bqkv-live-track"}), el("span", {}, r.probs[k].toFixed(3)));
+      b.children[1].appendChild(bar);
+      b.addEventListener("click", function () { append(r.texts[k]); });
+      list.appendChild(b);
+    });
+    figure.replaceChildren(el("p", {"class": "bqkv-live-caption"}, fill(w.after, {prompt: pyRepr(r.prompt)})),
+                           list, el("p", {"class": "bqkv-live-caption"}, fill(w.bars, {k: r.labels.length})));
+  }
+
+  function nextToken(box, spec, panel, go) {
+    var w = spec.words;
+    var text = el("textarea", {rows: 2, cols: 40, spellcheck: "false", "aria-label": w.prompt});
+    text.value = spec.prompt;              // a textarea: a prompt may hold line breaks (code, verse)
+    panel.controls.append(labelled(w.prompt, text));
+    function compute() {
+      var typed = text.value;
+      return bpe(spec.files.tokenizer).then(function (t) {
+        var ids = bpeEncode(typed, t), err = null;
+        if (!ids.length) err = new Error(w.errors.empty);
+        else if (ids.length > spec.max_tokens) err = new Error(fill(w.errors.long, {n: ids.length, m: spec.max_tokens}));
+        if (err) { err.input = true; throw err; }       // the reader's input, refused in words
+        return run(spec.files.model, function (ort) { return {ids: int64(ids, [1, ids.length], ort)}; })
+          .then(function (out) {
+            var p = out.probs.data, top = [];
+            for (var i = 0; i < p.length; i++) {
+              if (top.length < spec.k || p[i] > p[top[top.length - 1]]) {
+                top.push(i);
+                top.sort(function (a, b) { return p[b] - p[a] || a - b; });
+                if (top.length > spec.k) top.pop();
+              }
+            }
+            var texts = top.map(function (i) { return bpeToken(i, t); });
+            var r = {prompt: typed, ids: ids, top: top, probs: top.map(function (i) { return p[i]; }), texts: texts,
+                     labels: texts.map(pyRepr)};
+            return {draw: function () {
+              drawNext(panel.figure, spec, r, function (more) { text.value += more; go(compute); });
+            }, result: r};
+          });
+      });
+    }
+    text.addEventListener("input", function () { go(compute); });
+    return {controls: [text], compute: compute};
+  }
+
   /* ---------------------------------------------------------------- every explorer */
 
-  var KINDS = {recall: recall, rows: rows, heads: heads, slots: slots, softmax: softmaxRow, prompt: prompt,
-               sentences: sentences};
+  var KINDS = {recall: recall, crosstalk: crosstalk, rows: rows, heads: heads, slots: slots, softmax: softmaxRow, prompt: prompt,
+               sentences: sentences, nexttoken: nextToken};
 
   function setUp(box) {
     var spec = JSON.parse(box.querySelector("script.bqkv-live-spec").textContent);

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import warnings
@@ -29,8 +30,10 @@ import torch.nn as nn
 from .i18n import _
 from .recorder import record_weights
 
-__all__ = ["Recall", "Rows", "Heads", "Slots", "SoftmaxRow", "Prompt", "Sentences", "parse_pairs", "parse_sequence",
-           "encode_prompt", "parse_tokens", "export_onnx", "LIVE_DIR_ENV", "FORMAT"]
+__all__ = ["Recall", "Rows", "Heads", "Slots", "SoftmaxRow", "Prompt", "Sentences", "NextToken", "Crosstalk",
+           "parse_pairs",
+           "parse_sequence", "encode_prompt", "parse_tokens", "export_onnx", "grid_weights", "LIVE_DIR_ENV",
+           "FORMAT"]
 
 LIVE_DIR_ENV = "BEFOREQKV_LIVE_DIR"
 FORMAT = 1                      # the fixture files' layout (bqkv-live.js reads it)
@@ -148,6 +151,7 @@ def export_onnx(model: nn.Module, inputs: tuple, path, input_names, output_names
                           "(requirements.txt has the version the book is built with)") from err
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.register_custom_op_symbolic("aten::rms_norm", _rms_norm, 17)
     wrapped = copy.deepcopy(model).float().cpu().eval()
     wrapped = _Outputs(wrapped) if record else wrapped
     with warnings.catch_warnings(), torch.no_grad():
@@ -156,6 +160,17 @@ def export_onnx(model: nn.Module, inputs: tuple, path, input_names, output_names
                           input_names=list(input_names), output_names=list(output_names),
                           dynamic_axes=dynamic_axes, opset_version=17)
     return path
+
+
+def _rms_norm(g, x, shape, weight, eps):
+    """ONNX for torch's rms_norm over the last axis (opset 17 has no RMSNormalization):
+    ``x / sqrt(mean(x^2) + eps) * weight``."""
+    from torch.onnx import symbolic_helper as sh
+    eps = sh._maybe_get_const(eps, "f")
+    eps = torch.finfo(torch.float32).eps if sh._is_none(eps) or eps is None else float(eps)
+    mean = g.op("ReduceMean", g.op("Mul", x, x), axes_i=[-1], keepdims_i=1)
+    h = g.op("Div", x, g.op("Sqrt", g.op("Add", mean, g.op("Constant", value_t=torch.tensor(eps)))))
+    return h if sh._is_none(weight) else g.op("Mul", h, weight)
 
 
 def quantize_weights(path, out, min_size: int = 4096) -> Path:
@@ -212,6 +227,178 @@ def quantize_weights(path, out, min_size: int = 4096) -> Path:
     onnx.checker.check_model(model)
     onnx.save(model, str(out))
     return Path(out)
+
+
+def _on_grid(w, bits: int, block: int):
+    """The grid of ``bits`` per block of ``block`` rows that fits ``w`` (K, N) best.
+
+    Returns the integers (N, K / block, block * bits / 8) uint8, the scales and zero points
+    (N * K / block,) float32 (zero points None for 8 bits: onnxruntime's default, 128) and
+    the largest error of the grid's numbers, relative to max |w|. 4 bits: ``d * q + m``,
+    q in 0..15, one d and m per block (GGUF's Q4_1); 8 bits: ``d * q``, q in -127..127
+    (Q8_0), stored as q + 128.
+    """
+    import numpy as np
+    k, n = w.shape
+    b = w.T.reshape(n, k // block, block).astype(np.float64)   # (N, blocks, block)
+    if bits == 4:
+        lo = b.min(-1, keepdims=True)
+        d = (b.max(-1, keepdims=True) - lo) / 15
+        d[d == 0] = 1
+        q = np.clip(np.round((b - lo) / d), 0, 15)
+        zero = (-lo / d).astype(np.float32)
+    else:
+        d = np.abs(b).max(-1, keepdims=True) / 127
+        d[d == 0] = 1
+        q = np.clip(np.round(b / d), -127, 127) + 128
+        zero = np.full(d.shape, 128, dtype=np.float32)
+    d = d.astype(np.float32)
+    err = np.abs((q.astype(np.float32) - zero) * d - w.T.reshape(b.shape)).max() / max(np.abs(w).max(), 1e-30)
+    q = q.astype(np.uint8)
+    if bits == 4:
+        return q[..., 0::2] | (q[..., 1::2] << 4), d.ravel(), zero.ravel(), float(err)
+    return q, d.ravel(), None, float(err)
+
+
+def grid_weights(path, out, block: int = 32, tolerance: float = 1e-6) -> Path:
+    """An ONNX model whose weight matrices are stored on the grids they came from, computed in float32.
+
+    A model read from a quantised file (chapter 11's GGUF: Q4_1 for the layers, Q8_0 for
+    the embedding) holds float32 copies of numbers that sit on a grid. This finds each
+    matrix's grid again (4 bits, else 8, blocks of ``block`` along the input) and stores
+    its integers and scales: onnxruntime's ``MatMulNBits`` for a matrix product, a
+    ``Gather`` of the 8-bit rows for an embedding table; a tied unembedding (a product
+    with the table's transpose) reads the same 8-bit copy. A matrix on no grid within
+    ``tolerance`` of its largest weight stays float32: nothing is rounded that was not
+    rounded already.
+    """
+    import onnx
+    from onnx import helper
+    model = onnx.load(str(path))
+    graph = model.graph
+    grid = _Grid(graph, block, tolerance)
+    for node in list(graph.node):
+        if node.op_type == "Gather" and grid.usable(node, 0):
+            grid.gather(node)
+    for node in list(graph.node):
+        if node.op_type == "MatMul" and grid.usable(node, 1):
+            grid.matmul(node)
+    if not grid.drop:
+        raise ValueError(f"{path}: no weight matrix sits on a 4- or 8-bit grid")
+    for t in [t for t in graph.initializer if t.name in grid.drop]:
+        graph.initializer.remove(t)
+    nodes = list(graph.node)
+    del graph.node[:]
+    graph.node.extend(_in_order(grid.new + nodes, graph))
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    onnx.save(model, str(out))
+    return Path(out)
+
+
+class _Grid:
+    """:func:`grid_weights`' work on one graph: the nodes it adds, the float tables it drops."""
+
+    def __init__(self, graph, block: int, tolerance: float):
+        from onnx import numpy_helper
+        self.graph, self.block, self.tolerance = graph, block, tolerance
+        self.weights = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        self.users = {}
+        for node in graph.node:
+            for name in node.input:
+                self.users[name] = self.users.get(name, 0) + 1
+        self.new, self.drop, self.tables = [], set(), set()     # tables: embeddings stored in 8 bits
+
+    def usable(self, node, k) -> bool:
+        """Input ``k`` of ``node`` is a float32 matrix it alone reads, in whole blocks."""
+        import numpy as np
+        w = self.weights.get(node.input[k])
+        return (w is not None and w.dtype == np.float32 and w.ndim == 2 and self.users[node.input[k]] == 1
+                and w.shape[1 - k] % self.block == 0 and not any(a.name == "axis" and a.i for a in node.attribute))
+
+    def fit(self, w, widths=(4, 8)):
+        """(bits, integers, scales, zero points) of the first grid that holds w (K, N), or None."""
+        for bits in widths:
+            q, d, zero, err = _on_grid(w, bits, self.block)
+            if err <= self.tolerance:
+                return bits, q, d, zero
+        return None
+
+    def store(self, array, name):
+        from onnx import numpy_helper
+        self.graph.initializer.append(numpy_helper.from_array(array, name))
+
+    def gather(self, node):
+        """An embedding table on the 8-bit grid: read its rows' integers, then scale them."""
+        import numpy as np
+        import onnx
+        from onnx import helper
+        name, ids, out = node.input[0], node.input[1], node.output[0]
+        table = self.weights[name]
+        fit = self.fit(table.T, (8,))
+        if fit is None:
+            return
+        _bits, q, d, _zero = fit
+        self.tables.add(name)
+        v, width = table.shape
+        self.store(q, name + ".q")
+        self.store(d, name + ".scale")
+        self.store(np.array([v, width // self.block, 1], np.int64), name + ".rows")
+        self.store(np.array(128, np.float32), name + ".128")
+        self.store(np.array([width], np.int64), name + ".width")
+        node.input[0], node.output[0] = name + ".q", out + ".q"
+        self.new += [helper.make_node("Reshape", [name + ".scale", name + ".rows"], [name + ".rowscale"]),
+                     helper.make_node("Gather", [name + ".rowscale", ids], [out + ".scale"]),
+                     helper.make_node("Cast", [out + ".q"], [out + ".f"], to=onnx.TensorProto.FLOAT),
+                     helper.make_node("Sub", [out + ".f", name + ".128"], [out + ".c"]),
+                     helper.make_node("Mul", [out + ".c", out + ".scale"], [out + ".b"]),
+                     helper.make_node("Shape", [ids], [out + ".ids"]),
+                     helper.make_node("Concat", [out + ".ids", name + ".width"], [out + ".shape"], axis=0),
+                     helper.make_node("Reshape", [out + ".b", out + ".shape"], [out])]
+        self.drop.add(name)
+
+    def matmul(self, node):
+        """A product with a stored matrix, on its grid: MatMulNBits (a tied table's transpose
+        reads the table's 8-bit copy)."""
+        import numpy as np
+        from onnx import helper
+        name = node.input[1]
+        w = self.weights[name]
+        tied = [t for t in self.tables if self.weights[t].shape == w.T.shape and np.array_equal(self.weights[t].T, w)]
+        if tied:
+            bits, source, zero = 8, tied[0], None
+        else:
+            fit = self.fit(w)
+            if fit is None:
+                return
+            bits, q, d, zero = fit
+            source = name
+            self.store(q, name + ".q")
+            self.store(d, name + ".scale")
+            if zero is not None:
+                self.store(zero, name + ".zero")
+        inputs = [node.input[0], source + ".q", source + ".scale"] + ([name + ".zero"] if zero is not None else [])
+        self.new.append(helper.make_node("MatMulNBits", inputs, list(node.output), domain="com.microsoft",
+                                         K=w.shape[0], N=w.shape[1], bits=bits, block_size=self.block,
+                                         name=node.name))
+        self.graph.node.remove(node)
+        self.drop.add(name)
+
+
+def _grids(path) -> dict:
+    """{bits: how many matrix products} of an ONNX file's MatMulNBits nodes; 0: float32 MatMuls
+    with a stored weight matrix."""
+    import onnx
+    model = onnx.load(str(path))
+    stored = {t.name for t in model.graph.initializer}
+    out = {}
+    for node in model.graph.node:
+        if node.op_type == "MatMulNBits":
+            bits = next(a.i for a in node.attribute if a.name == "bits")
+            out[bits] = out.get(bits, 0) + 1
+        elif node.op_type == "MatMul" and node.input[1] in stored:
+            out[0] = out.get(0, 0) + 1
+    return out
 
 
 def _in_order(nodes, graph):
@@ -743,6 +930,146 @@ class Slots(_Live):
         return f"<live.Slots: memories {list(self.memories)}, {len(self.target)} facts>"
 
 
+class _CrosstalkTable(nn.Module):
+    """Chapter 2's draws, stored once, and the read the reader explores: for each N of the
+    sweep, the fraction of reads whose nearest value is the right one, by a softmax read at
+    the scale picked and by the fixed memory (the linear read, ``M = sum_j k_j v_j``)."""
+
+    def __init__(self, scores: list, ids: list, values: torch.Tensor):
+        super().__init__()
+        self.n = len(scores)
+        for i, (s, v) in enumerate(zip(scores, ids)):
+            self.register_buffer(f"scores{i}", s)    # (widths, trials, N_i): q . k_j, the query is key 0
+            self.register_buffer(f"ids{i}", v)       # (widths, trials, N_i) uint8: each pair's value
+        self.register_buffer("values", values)       # (widths, sweep, n_values, d_v): the unit value vectors
+
+    def forward(self, width, scale):                 # (1,) int64: which width; (1,) float
+        soft, fixed = [], []
+        for i in range(self.n):
+            s = getattr(self, f"scores{i}")[width[0]]                  # (trials, N)
+            ids = getattr(self, f"ids{i}")[width[0]].long()            # (trials, N)
+            e = self.values[width[0], i]                               # (n_values, d_v)
+            v = e[ids]                                                 # (trials, N, d_v)
+            for w, out in ((torch.softmax(s * scale, dim=-1), soft), (s, fixed)):
+                read = torch.einsum("tj,tjd->td", w, v)                # (trials, d_v)
+                nearest = (read @ e.T).argmax(-1)                      # (trials,)
+                out.append((nearest == ids[:, 0]).float().mean())
+        return torch.stack(soft), torch.stack(fixed)                   # (sweep,), (sweep,)
+
+
+class Crosstalk(_Live):
+    """Chapter 2's live explorer: untrained recall against the number of stored pairs N, by
+    a softmax read at any scale of the range and by the fixed memory, for keys of each width.
+
+    ``recall_fn(n_pairs, d_k, sharpness=None) -> fraction`` is the chapter's own function
+    (``trials`` random unit keys, 16 unit value vectors and the pairs' values drawn, in that
+    order, from a generator seeded with ``seed``; ``sharpness=None`` reads through the fixed
+    memory). The explorer stores those draws once, each key's dot product with the query
+    and each pair's value, for every width and N; the reads run on them, at whatever scale
+    the reader picks. In Jupyter the chapter's own explorer over ``recall_fn`` is the widget.
+    """
+
+    kind = "crosstalk"
+    name = "ch02-crosstalk"
+    STEPS = 100                 # slider positions per tenfold of the scale
+    FIXTURES = ((16, 248), (8, 100), (64, 100), (32, 57), (16, 130), (64, 300), (8, 0))     # (d_k, position)
+
+    def __init__(self, recall_fn, widths=(8, 16, 32, 64), n_sweep=(1, 2, 4, 8, 16, 32, 64), trials: int = 2000,
+                 seed: int = 0, scales=(0.1, 100.0), start=(16, 30.0), n_values: int = 16, d_v: int = 16):
+        if not callable(recall_fn):
+            raise ValueError("recall_fn must be the chapter's function recall_fn(n_pairs, d_k, sharpness=None)")
+        self.widths, self.n_sweep = [int(d) for d in widths], [int(n) for n in n_sweep]
+        self.lo, self.hi = float(scales[0]), float(scales[1])
+        if not (self.widths and self.n_sweep and 0 < self.lo < self.hi and all(d > 0 for d in self.widths)
+                and all(n > 0 for n in self.n_sweep)) or len(self.widths) * sum(self.n_sweep) * trials > 2_000_000:
+            raise ValueError(f"widths={widths}, n_sweep={n_sweep}, trials={trials}, scales={scales}: positive sizes, "
+                             "0 < lowest scale < highest, and at most 2,000,000 stored dot products")
+        self.recall_fn, self.files = recall_fn, None
+        self.start = self.check(*start)
+        scores, ids, values = [], [], []
+        for n in self.n_sweep:
+            per = [self._draw(n, d, trials, seed, n_values, d_v) for d in self.widths]
+            scores.append(torch.stack([p[0] for p in per]))
+            ids.append(torch.stack([p[1] for p in per]).to(torch.uint8))
+            values.append(torch.stack([p[2] for p in per]))
+        self.table = _CrosstalkTable(scores, ids, torch.stack(values, dim=1))
+        d, middle = self.start[0], math.sqrt(self.lo * self.hi)       # the start; a softer read (3.16 of 0.1..100)
+        got = [*self.run(d, self.start[1]), self.run(d, middle)[0]]
+        want = [[recall_fn(n, d, sharpness=self.start[1]) for n in self.n_sweep],
+                [recall_fn(n, d) for n in self.n_sweep], [recall_fn(n, d, sharpness=middle) for n in self.n_sweep]]
+        if got != want:
+            raise ValueError("recall_fn does not draw what the explorer stores: its keys, values and pairs must come "
+                             "from one generator seeded with seed, drawn in that order (chapter 2's function)")
+
+    @staticmethod
+    def _draw(n, d_k, trials, seed, n_values, d_v):
+        """The chapter's draws for N pairs of width d_k: q . k_j (trials, N), values' ids, E."""
+        import torch.nn.functional as F
+        g = torch.Generator().manual_seed(seed)
+        keys = F.normalize(torch.randn(trials, n, d_k, generator=g), dim=-1)    # (trials, N, d_k)
+        e = F.normalize(torch.randn(n_values, d_v, generator=g), dim=-1)        # (n_values, d_v)
+        ids = torch.randint(n_values, (trials, n), generator=g)                 # (trials, N)
+        return (keys[:, :1] @ keys.transpose(1, 2))[:, 0], ids, e
+
+    def scale_at(self, position: int) -> float:
+        """The scale at a slider position: ``lo * 10 ** (position / STEPS)``."""
+        return self.lo * 10 ** (position / self.STEPS)
+
+    def check(self, d_k, scale):
+        """The width and the scale, or a ``ValueError`` in words."""
+        if isinstance(d_k, bool) or d_k not in self.widths:
+            raise ValueError(_("d_k is one of {widths}, got {value!r}").format(widths=self.widths, value=d_k))
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not self.lo <= scale <= self.hi:
+            raise ValueError(_("the scale is a number from {lo:g} to {hi:g}, got {value!r}").format(
+                lo=self.lo, hi=self.hi, value=scale))
+        return d_k, float(scale)
+
+    def run(self, d_k: int, scale: float):
+        """For each N of the sweep, the fraction of right reads: softmax at ``scale``, fixed memory."""
+        d_k, scale = self.check(d_k, scale)
+        with torch.inference_mode():
+            soft, fixed = self.table(torch.tensor([self.widths.index(d_k)]), torch.tensor([scale]))
+        return soft.tolist(), fixed.tolist()
+
+    def widget(self):
+        """None: in Jupyter the chapter's explorer over ``recall_fn`` is this explorer."""
+        return None
+
+    def _export(self, where):
+        f = export_onnx(self.table, (torch.tensor([0]), torch.tensor([1.0])), where / f"{self.name}.onnx",
+                        ("width", "scale"), ("soft", "fixed"), {}, record=False)
+        fixtures = []
+        for d_k, position in self.FIXTURES:
+            scale = self.scale_at(position)
+            if d_k in self.widths and self.lo <= scale <= self.hi:
+                fixtures.append({"d_k": d_k, "position": position, "scale": scale,
+                                 "soft": [self.recall_fn(n, d_k, sharpness=scale) for n in self.n_sweep],
+                                 "fixed": [self.recall_fn(n, d_k) for n in self.n_sweep]})
+        return {"model": f.name}, fixtures
+
+    def _spec(self):
+        from .plot import COLORS
+        steps = round(self.STEPS * math.log10(self.hi / self.lo))
+        return {"widths": self.widths, "n_sweep": self.n_sweep, "lo": self.lo, "steps": self.STEPS,
+                "positions": steps, "start": [self.start[0], round(self.STEPS * math.log10(self.start[1] / self.lo))],
+                "chance": 1 / 16, "colours": [COLORS[0], COLORS[1]]}
+
+    def words(self) -> dict:
+        """The figure's own words (legend, axes, title) and the controls named as the static
+        explorer below names them, in the language in force."""
+        from ._explorer_static import _tr
+        return {"title": _("Recall against N at any softmax scale from {lo:g} to {hi:g} (live, in your "
+                           "browser)").format(lo=self.lo, hi=self.hi),
+                "d_k": _tr("d_k"), "scale": _tr("scale"),
+                "soft": _("softmax read, scale {s:g} (keeps all pairs)").replace("{s:g}", "{s}"),
+                "fixed": _("fixed memory M ({d_k} x 16)"),
+                "x": _("number of stored pairs N"), "y": _("reads that return the right value"),
+                "figure": _("Crosstalk, no training (d_k = {d_k})"), **_common_words()}
+
+    def __repr__(self):
+        return f"<live.Crosstalk: d_k in {self.widths}, N in {self.n_sweep}, scale {self.lo:g}..{self.hi:g}>"
+
+
 class _RowTable(nn.Module):
     """Chapter 7's draws, stored once, and the arithmetic the reader explores: the scale,
     the softmax and the gradient ``J γ`` a row passes back, for the width and draw picked."""
@@ -1118,3 +1445,148 @@ class Sentences(_Live):
 
     def __repr__(self):
         return "<live.Sentences: MiniLM>"
+
+
+class _NextTokenProbs(nn.Module):
+    """ids (1, T) -> the next token's probabilities after them (d_vocab,): only the last position."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return torch.softmax(self.model._last_logits(ids, None)[0].float(), -1)
+
+
+class NextToken(_Live):
+    """Chapter 11's live explorer: the reader's prompt, read by SmolLM2-135M; its likeliest next tokens.
+
+    ``lm``: the chapter's :class:`~beforeqkv.pretrained.smollm2.SmolLM2`. On the site the
+    model is stored on the grids the GGUF file already put its weights on (:func:`grid_weights`:
+    4 bits for the layers, 8 for the tied embedding), so the browser computes with the
+    chapter's own numbers; the byte-level BPE tokenizer runs in the page from the model's
+    vocabulary and merges. A click on a bar appends that token to the prompt.
+    """
+
+    kind = "nexttoken"
+    name = "ch11-smollm2"
+    # prompts, then texts that hold the page's tokenizer to Python's ids (contractions, digits,
+    # runs of spaces, a tab, accents, CJK, emoji, a no-break space, underscores, an
+    # ideographic space, a zero-width space)
+    FIXTURES = ("The capital of France is", "def add(a, b):\n    return", "Once upon a time, there was a",
+                "I'm sure it's 2025, isn't it?", "  two  spaces\tand a tab\n\n", "naïve café, déjà vu",
+                "東京は日本の首都です。", "emoji 🤖 and 👍🏽!", "a\u00a0b snake_case __init__", "x\u3000y ½ ²",
+                "\u200bzero width")
+
+    def __init__(self, lm, prompt: str = "The capital of France is", k: int = 8, max_tokens: int = 64):
+        if not hasattr(lm, "tokenizer") or not hasattr(lm, "model") or not hasattr(lm, "next_token_probs"):
+            raise ValueError("NextToken needs the chapter's loaded SmolLM2 (load_smollm2())")
+        self.lm, self.k, self.max_tokens = lm, int(k), int(max_tokens)
+        self.encode(prompt)
+        self.prompt = prompt
+        self.files, self.mb = None, None
+
+    def encode(self, text: str) -> list[int]:
+        """The prompt's token ids; a prompt of no tokens, or over ``max_tokens``, is refused in words."""
+        ids = self.lm.tokenize(text)
+        if not ids:
+            raise ValueError(self.words()["errors"]["empty"])
+        if len(ids) > self.max_tokens:
+            raise ValueError(self.words()["errors"]["long"].format(n=len(ids), m=self.max_tokens))
+        return ids
+
+    def run(self, text: str) -> list[tuple[str, float]]:
+        """The ``k`` likeliest next tokens after ``text`` and their probabilities."""
+        self.encode(text)
+        return self.lm.next_token_probs(text, k=self.k)
+
+    def figure(self, prompt: str):
+        """The chapter's bar chart of the likeliest next tokens after ``prompt``."""
+        from .figures import ch11
+        return ch11.next_token_figure(self.run(prompt), prompt)
+
+    def widget(self):
+        """ipywidgets: a prompt; redraws :meth:`figure`."""
+        import ipywidgets as w
+        return self._interactive(prompt=w.Textarea(value=self.prompt, description=_("prompt"),
+                                                    continuous_update=False))
+
+    def tokenizer_file(self, path) -> Path:
+        """The tokenizer as the page reads it: the vocabulary, the merges (best first), the
+        control tokens' ids and the id for a byte with no symbol."""
+        tok = self.lm.tokenizer
+        merges = [" ".join(pair) for pair, _rank in sorted(tok.ranks.items(), key=lambda kv: kv[1])]
+        Path(path).write_text(json.dumps({"tokens": tok.tokens, "merges": merges, "special": sorted(tok.special),
+                                          "unknown": tok.unknown}, ensure_ascii=False), encoding="utf-8")
+        return Path(path)
+
+    def _export(self, where):
+        fixtures = []
+        for text in self.FIXTURES:
+            ids = self.encode(text)
+            with torch.no_grad():
+                probs = torch.softmax(self.lm.logits(ids)[-1].float(), -1)
+            best = probs.topk(self.k)
+            fixtures.append({"prompt": text, "ids": ids, "top": best.indices.tolist(), "probs": best.values.tolist(),
+                             "labels": [repr(self.lm.decode([i])) for i in best.indices.tolist()]})
+        # Tracing, the float32 file and its grids hold several copies of the model's 540 MB: the
+        # export runs in a process of its own, so this one (a notebook's kernel) keeps the memory
+        # the chapter measures. It loads the same file, and must give these fixtures' numbers.
+        import subprocess
+        import sys
+        job = json.dumps({"where": str(where), "name": self.name, "n_ctx": self.lm.config.n_ctx,
+                          "fixtures": [{k: f[k] for k in ("ids", "top", "probs")} for f in fixtures]})
+        done = subprocess.run([sys.executable, "-c", "import sys; from beforeqkv import live; "
+                               "live._export_smollm2(sys.stdin.read())"], input=job, capture_output=True, text=True)
+        if done.returncode:
+            raise ValueError(f"exporting SmolLM2 for the live explorer failed:\n{done.stderr[-2000:]}")
+        self.mb = round((Path(where) / f"{self.name}.onnx").stat().st_size / 1e6)
+        vocab = self.tokenizer_file(Path(where) / f"{self.name}-tokenizer.json")
+        return {"model": f"{self.name}.onnx", "tokenizer": vocab.name}, fixtures
+
+    def _spec(self):
+        return {"prompt": self.prompt, "k": self.k, "max_tokens": self.max_tokens, "mb": self.mb}
+
+    def words(self) -> dict:
+        return {"title": _("Type a prompt (live, in your browser: SmolLM2-135M with the GGUF file's own "
+                           "4- and 8-bit weights)"),
+                "prompt": _("prompt"),
+                "bars": _("the {k} likeliest next tokens after your prompt; click one to append it"),
+                "after": _("after {prompt}"),
+                **_common_words(),
+                "loading": _("loading SmolLM2 ({mb} MB, runs in your browser)"),
+                "errors": {"empty": _("type a prompt: the model needs at least one token"),
+                           "long": _("the prompt is {n} tokens long, longer than the {m} tokens this "
+                                     "explorer reads")}}
+
+    def __repr__(self):
+        return f"<live.NextToken: SmolLM2, top {self.k}>"
+
+
+def _export_smollm2(job: str):
+    """:meth:`NextToken._export`'s other process: SmolLM2 from its GGUF file, to ONNX on the file's
+    grids; refuses to write a model that does not give the fixtures' probabilities (1e-5)."""
+    import numpy as np
+    import onnxruntime
+    from .pretrained import load_smollm2
+    job = json.loads(job)
+    where, name = Path(job["where"]), job["name"]
+    lm = load_smollm2(n_ctx=job["n_ctx"])
+    model = lm.model
+    names = [f"weights{i}" for i in range(len(model.blocks))]
+    full = export_onnx(_NextTokenProbs(model), (torch.tensor([job["fixtures"][0]["ids"]]),),
+                       where / f"{name}-fp32.onnx", ("ids",), ("probs", *names),
+                       {"ids": {1: "T"}, **{n: {2: "T", 3: "T"} for n in names}})
+    del lm, model
+    small = grid_weights(full, where / f"{name}.onnx")
+    full.unlink()
+    grids, want = _grids(small), {4: 7 * len(names), 8: 1}    # 7 matrices a block; W_U reads W_E's copy
+    session = onnxruntime.InferenceSession(str(small), providers=["CPUExecutionProvider"])
+    for f in job["fixtures"]:
+        probs = session.run(["probs"], {"ids": np.array([f["ids"]])})[0]
+        if grids != want or np.abs(probs[f["top"]] - np.array(f["probs"])).max() > 1e-5:
+            small.unlink()
+            raise ValueError(f"{small.name}: weights on grids {grids} (the GGUF file's: {want}), and the "
+                             "probabilities differ from the chapter's model: the browser would not compute "
+                             "with the chapter's numbers")
+

@@ -30,6 +30,7 @@ tool                        writes                                       make ta
 ``otter_assign``            otter-grader homework                        ``assignments-otter``
 ``translate_nb``, ``prints``  a notebook's words in another language       (with the above)
 ``i18n``                    the Chinese site's config, catalog status    ``site-zh``, ``i18n-status``
+``share_static``            one copy of the editions' large shared files ``site-zh``
 ``notebooks_branch``        the branch the Colab and Binder buttons open ``notebooks-branch``
 ``teachers``, ``marks``     the teachers page, exercise lines            ``teachers`` (``marks``: by hand)
 ``bootstrap``, ``seal``     install cells, sealed prediction answers     ``seal`` (``bootstrap``: by hand)
