@@ -3,6 +3,7 @@ in words, and the site's component carries what its script needs. The browser's 
 tests/test_browser.py (test_live_explorer_*), on the built site."""
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -732,16 +733,24 @@ def test_next_token_widget_figure_and_component(smol_export):
     assert 'data-kind="nexttoken"' in page and '"mb": ' in page and "ch11-smollm2.onnx" in page
 
 
-def test_the_export_refuses_a_model_that_does_not_give_the_chapters_numbers(smol_export, tmp_path):
-    """The export's process checks its file against the chapter's probabilities: a model that
-    changed in the notebook (here: fixtures moved by 1e-3) is not written."""
-    nt, spec, _where = smol_export
+@pytest.mark.parametrize("change", ["probs", "grids"])
+def test_the_export_refuses_a_model_that_does_not_give_the_chapters_numbers(smol_export, tmp_path, change):
+    """The export's process checks its file against the chapter's probabilities and the GGUF
+    file's grids: a model that changed in the notebook (here: fixtures moved by 2e-5), or
+    weights on other grids, is not kept."""
+    import shutil
+    nt, spec, where = smol_export
     f = dict(spec["fixtures"][0])
-    f["probs"] = [p + 1e-3 for p in f["probs"]]
-    job = json.dumps({"where": str(tmp_path), "name": "x", "n_ctx": nt.lm.config.n_ctx,
-                      "fixtures": [{k: f[k] for k in ("ids", "top", "probs")}]})
+    grids = {4: 210, 8: 1}
+    if change == "probs":
+        f["probs"] = [p + 2e-5 for p in f["probs"]]
+    else:
+        grids = {4: 211}
+    copy = Path(shutil.copy(where / "ch11-smollm2.onnx", tmp_path / "x.onnx"))
+    live._keep_if_same(copy, spec["fixtures"], {4: 210, 8: 1})        # the file as exported: kept
+    assert copy.exists()
     with pytest.raises(ValueError, match="would not compute with the chapter's numbers"):
-        live._export_smollm2(job)
+        live._keep_if_same(copy, [f], grids)
     assert list(tmp_path.iterdir()) == []
 
 

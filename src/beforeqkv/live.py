@@ -1566,8 +1566,6 @@ class NextToken(_Live):
 def _export_smollm2(job: str):
     """:meth:`NextToken._export`'s other process: SmolLM2 from its GGUF file, to ONNX on the file's
     grids; refuses to write a model that does not give the fixtures' probabilities (1e-5)."""
-    import numpy as np
-    import onnxruntime
     from .pretrained import load_smollm2
     job = json.loads(job)
     where, name = Path(job["where"]), job["name"]
@@ -1580,13 +1578,21 @@ def _export_smollm2(job: str):
     del lm, model
     small = grid_weights(full, where / f"{name}.onnx")
     full.unlink()
-    grids, want = _grids(small), {4: 7 * len(names), 8: 1}    # 7 matrices a block; W_U reads W_E's copy
-    session = onnxruntime.InferenceSession(str(small), providers=["CPUExecutionProvider"])
-    for f in job["fixtures"]:
-        probs = session.run(["probs"], {"ids": np.array([f["ids"]])})[0]
-        if grids != want or np.abs(probs[f["top"]] - np.array(f["probs"])).max() > 1e-5:
-            small.unlink()
-            raise ValueError(f"{small.name}: weights on grids {grids} (the GGUF file's: {want}), and the "
-                             "probabilities differ from the chapter's model: the browser would not compute "
-                             "with the chapter's numbers")
+    _keep_if_same(small, job["fixtures"], {4: 7 * len(names), 8: 1})    # 7 matrices a block; W_U reads W_E's
+
+
+def _keep_if_same(path, fixtures, grids):
+    """Remove ``path`` and raise unless its weights sit on ``grids`` and it gives each fixture's
+    probabilities (its ``top`` tokens' ``probs``) within 1e-5."""
+    import numpy as np
+    import onnxruntime
+    path, found = Path(path), _grids(path)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    worst = max(float(np.abs(session.run(["probs"], {"ids": np.array([f["ids"]])})[0][f["top"]]
+                             - np.array(f["probs"])).max()) for f in fixtures)
+    if found != grids or worst > 1e-5:
+        path.unlink()
+        raise ValueError(f"{path.name}: weights on grids {found} (the GGUF file's: {grids}), probabilities up to "
+                         f"{worst:.1e} from the chapter's model: the browser would not compute with the chapter's "
+                         "numbers")
 
