@@ -71,6 +71,19 @@
     });
   }
 
+  // A file of _static/live/ fetched once per page: read(response) gives its text or JSON,
+  // make(that) what the explorer keeps (a vocabulary, a tokenizer).
+  var files = {};
+  function fetched(file, read, make) {
+    if (!files[file]) {
+      files[file] = fetch(asset("live/" + file)).then(function (r) {
+        if (!r.ok) throw new Error("could not fetch " + file);
+        return read(r);
+      }).then(make);
+    }
+    return files[file];
+  }
+
   function int64(list, dims, ort) {
     return new ort.Tensor("int64", BigInt64Array.from(list.map(function (x) { return BigInt(x); })), dims);
   }
@@ -768,20 +781,13 @@
     return pieces;
   }
 
-  var vocabs = {};
   function vocab(file) {
-    if (!vocabs[file]) {
-      vocabs[file] = fetch(asset("live/" + file)).then(function (r) {
-        if (!r.ok) throw new Error("could not fetch " + file);
-        return r.text();
-      }).then(function (text) {
-        var pieces = text.split("\n"), ids = new Map();
-        if (pieces[pieces.length - 1] === "") pieces.pop();
-        pieces.forEach(function (p, i) { ids.set(p, i); });
-        return {pieces: pieces, ids: ids};
-      });
-    }
-    return vocabs[file];
+    return fetched(file, function (r) { return r.text(); }, function (text) {
+      var pieces = text.split("\n"), ids = new Map();
+      if (pieces[pieces.length - 1] === "") pieces.pop();
+      pieces.forEach(function (p, i) { ids.set(p, i); });
+      return {pieces: pieces, ids: ids};
+    });
   }
 
   function drawSentences(figure, spec, r, layer, head) {
@@ -868,22 +874,15 @@
     }
     return table;
   }
-  var bpes = {};
   function bpe(file) {
-    if (!bpes[file]) {
-      bpes[file] = fetch(asset("live/" + file)).then(function (r) {
-        if (!r.ok) throw new Error("could not fetch " + file);
-        return r.json();
-      }).then(function (t) {
-        var ids = new Map(), ranks = new Map(), symbols = byteSymbols(), bytes = new Map();
-        t.tokens.forEach(function (s, i) { ids.set(s, i); });
-        t.merges.forEach(function (m, r) { ranks.set(m, r); });
-        symbols.forEach(function (c, b) { bytes.set(c, b); });
-        return {tokens: t.tokens, ids: ids, ranks: ranks, symbols: symbols, bytes: bytes,
-                special: new Set(t.special), unknown: t.unknown, cache: new Map()};
-      });
-    }
-    return bpes[file];
+    return fetched(file, function (r) { return r.json(); }, function (t) {
+      var ids = new Map(), ranks = new Map(), symbols = byteSymbols(), bytes = new Map();
+      t.tokens.forEach(function (s, i) { ids.set(s, i); });
+      t.merges.forEach(function (m, r) { ranks.set(m, r); });
+      symbols.forEach(function (c, b) { bytes.set(c, b); });
+      return {tokens: t.tokens, ids: ids, ranks: ranks, symbols: symbols, bytes: bytes,
+              special: new Set(t.special), unknown: t.unknown, cache: new Map()};
+    });
   }
   function merge(word, t) {              // the pair listed first in the merges, every occurrence
     if (t.cache.has(word)) return t.cache.get(word);
