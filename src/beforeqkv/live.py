@@ -1571,6 +1571,9 @@ def _export_smollm2(job: str):
     where, name = Path(job["where"]), job["name"]
     lm = load_smollm2(n_ctx=job["n_ctx"])
     model = lm.model
+    # recorded (export_onnx's default): the recording path repeats the shared key/value heads,
+    # which torch's exporter can write (the fused grouped kernel it cannot); the page reads only
+    # "probs", the layers' weights are outputs because the recording returns them
     names = [f"weights{i}" for i in range(len(model.blocks))]
     full = export_onnx(_NextTokenProbs(model), (torch.tensor([job["fixtures"][0]["ids"]]),),
                        where / f"{name}-fp32.onnx", ("ids",), ("probs", *names),
