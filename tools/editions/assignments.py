@@ -44,7 +44,7 @@ import nbformat
 
 from . import book, export_reader
 from .solutions import BEGIN, BLOCK, DETAILS, END, HEADING, prediction_name
-from .cells import clear_outputs
+from .cells import clear_outputs, unfold
 from .passes import cellwise, compose, pure, stable_ids
 from .words import ENGLISH, Words
 
@@ -79,11 +79,7 @@ def _nbgrader(cell, grade_id: str, solution: bool, grade: bool, points: int | No
     if grade:
         meta["points"] = points
     cell.metadata["nbgrader"] = meta
-    tags = [t for t in cell.metadata.get("tags", []) if t not in ("hide-cell", "hide-input", "hide-output")]
-    if tags:
-        cell.metadata["tags"] = tags
-    else:
-        cell.metadata.pop("tags", None)
+    unfold(cell, outputs=True)
 
 
 def _split_headings(nb):

@@ -59,7 +59,7 @@ from .book import chapter_number, chapters, figure_numbers
 from .solutions import BLOCK, DETAILS, HEADING, is_prediction, strip_solutions
 from .translate_nb import lookup_for, page_of, translate_notebook
 from .words import ENGLISH, Words
-from .cells import clear_outputs
+from .cells import clear_outputs, unfold
 from .passes import Pass, compose, pure
 
 ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention", "danger", "error", "seealso",
@@ -351,9 +351,7 @@ def _hide_code_solution(cell, number, answers: list, w: Words) -> None:
         solution = BLOCK.sub(lambda m: m.group(2).rstrip("\n"), cell.source)
         cell.source = strip_solutions(cell.source, "code")
         answers.append((number, _answer_code(number, solution, w)))
-    tags = [t for t in cell.metadata.pop("tags", []) if t not in ("hide-cell", "hide-input")]
-    if tags:
-        cell.metadata["tags"] = tags
+    unfold(cell)
 
 
 def _move_model_answers(cell, number, answers: list, w: Words) -> str | None:

@@ -20,7 +20,7 @@ import nbformat
 from .book import chapters
 from .solutions import (BEGIN, BLOCK, DETAILS, is_prediction, strip_model_answers,  # noqa: F401
                        strip_solutions)
-from .cells import clear_outputs
+from .cells import clear_outputs, unfold
 from .passes import cellwise, compose
 
 
@@ -34,7 +34,7 @@ def strip_solution_cell(cell) -> None:
     """A solution becomes its stub; its cell is no longer folded."""
     if BEGIN in cell.source:
         cell.source = strip_solutions(cell.source, cell.cell_type)
-        cell.metadata["tags"] = [t for t in cell.metadata.get("tags", []) if t not in ("hide-cell", "hide-input")]
+        unfold(cell)
 
 
 def strip_model_answer_cell(cell) -> None:
