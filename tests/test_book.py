@@ -1,4 +1,5 @@
 """Book-level tests: the toc, the chapter skeleton, stripped notebooks, glue and citations."""
+from __future__ import annotations
 import re
 
 import nbformat

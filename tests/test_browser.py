@@ -15,7 +15,8 @@ import pytest
 
 from _book import ROOT, toc_files
 
-import browser
+pytest.importorskip("playwright", reason="the browser tests drive Chromium with Playwright (requirements.txt)")
+import browser  # noqa: E402
 
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"

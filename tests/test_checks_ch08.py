@@ -1,6 +1,7 @@
 """The chapter 8 checkers accept the canonical answers and reject typical mistakes with a hint."""
 import math
 import re
+import sys
 
 import pytest
 import torch
@@ -518,6 +519,20 @@ def test_the_swap_reaches_a_notebooks_code_and_leaves_installed_code_alone():
     main.__module__ = "__main__"
     assert _earlier._readers_own(main) and _earlier._readers_own(BlockOnMyAttention)
     assert not _earlier._readers_own(json.dumps) and not _earlier._readers_own(torch.nn.Linear)
+
+
+def test_the_standard_library_is_not_the_readers_on_python_3_9(monkeypatch):
+    """Python 3.9 has no sys.stdlib_module_names: the standard library is known by its folder
+    (the versions row on 3.9 found json.dumps taken for the reader's own code)."""
+    import json
+    import textwrap
+
+    from beforeqkv.checks import _earlier
+    monkeypatch.delattr(sys, "stdlib_module_names", raising=False)
+    assert not _earlier._readers_own(json.dumps) and not _earlier._readers_own(textwrap.dedent)
+    assert _earlier._readers_own(BlockOnMyAttention)
+    monkeypatch.setattr(_earlier, "_STDLIB", "/nowhere/")  # no folder test: what 3.9 did before
+    assert _earlier._readers_own(json.dumps) and _earlier._readers_own(textwrap.dedent)
 
 
 def test_the_package_note_is_said_once_per_notebook_cell(monkeypatch, capsys):

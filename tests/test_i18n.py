@@ -256,8 +256,16 @@ def test_jieba_and_sphinx_intl_are_pinned_for_everyone():
 
 
 # --------------------------------------------------------------------- the extension's parts
-def test_edition_links_are_relative_and_lead_to_the_same_page():
+def site_extension():
+    """_ext/bqkv_site.py, which imports Sphinx: the site's build stack (requirements.txt). The
+    workflow's versions rows install a reader's stack without it (test_stack.py)."""
+    pytest.importorskip("sphinx", reason="the site's Sphinx extension needs Sphinx (requirements.txt)")
     import bqkv_site
+    return bqkv_site
+
+
+def test_edition_links_are_relative_and_lead_to_the_same_page():
+    bqkv_site = site_extension()
 
     class App:
         class config:
@@ -277,7 +285,7 @@ def test_edition_links_are_relative_and_lead_to_the_same_page():
 
 
 def test_chinese_search_cuts_chinese_with_the_books_terms_and_keeps_latin_words():
-    import bqkv_site
+    bqkv_site = site_extension()
     jieba = pytest.importorskip("jieba")
     assert "残差流" in bqkv_site.chinese_terms(ROOT / "locales" / LANG / "TERMS.md")
     search = bqkv_site.ChineseSearch({"bqkv_terms": str(ROOT / "locales" / LANG / "TERMS.md")})
@@ -293,7 +301,7 @@ SEARCHED = ("注意力", "查询", "残差流", "因果掩码", "记忆", "层�
 
 
 def test_chinese_search_indexes_the_searched_terms_whole_and_an_alias_where_its_word_is():
-    import bqkv_site
+    bqkv_site = site_extension()
     pytest.importorskip("jieba")
     config = yaml.safe_load((ROOT / "locales" / LANG / "config.yml").read_text(encoding="utf-8"))
     options = dict(config["sphinx"]["config"]["html_search_options"])
@@ -309,7 +317,7 @@ def test_chinese_search_indexes_the_searched_terms_whole_and_an_alias_where_its_
 
 
 def test_glue_in_a_translation_reads_the_pages_own_notebook():
-    import bqkv_site
+    bqkv_site = site_extension()
     text = "准确率 {glue:text}`ch1_lstm_n2:.2f`，共 {glue:text}`ch1_lstm2_state` 个；{numref}`fig-x`"
     assert bqkv_site.glue_in_translation(text, "01_x.ipynb") == (
         "准确率 {glue:text}`01_x.ipynb::ch1_lstm_n2:.2f`，共 {glue:text}`01_x.ipynb::ch1_lstm2_state:s` 个；"

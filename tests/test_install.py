@@ -92,6 +92,13 @@ def test_the_sdist_holds_the_package_and_no_tests(tmp_path):
     import shutil
     import subprocess
     import tarfile
+
+    import setuptools
+    from packaging.version import Version
+    need = re.search(r'"setuptools>=([\d.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert Version(setuptools.__version__) >= Version(need), (  # an older one writes UNKNOWN-0.0.0
+        f"setuptools {setuptools.__version__} is older than pyproject.toml's build needs: "
+        f"pip install 'setuptools>={need}'")
     tree = tmp_path / "tree"
     tree.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):

@@ -1,6 +1,7 @@
 """The notebook runners' guard against a lost wake-up (beforeqkv._kernel_client): a reply that
 has arrived is read within a slice, and a real timeout still ends the wait."""
 import asyncio
+import sys
 import time
 from pathlib import Path
 from queue import Empty
@@ -58,9 +59,36 @@ def test_the_guard_still_times_out_when_nothing_came():
 
 
 def test_the_guard_is_on_in_this_process_and_applies_once():
-    from jupyter_client.channels import AsyncZMQSocketChannel
-    assert getattr(AsyncZMQSocketChannel.get_msg, "sliced", False)  # tests/conftest.py
+    import jupyter_client
+    cls = _kernel_client.async_channel()
+    assert cls is not None, f"no asyncio channel found in jupyter_client {jupyter_client.__version__}"
+    assert getattr(cls.get_msg, "sliced", False)  # tests/conftest.py
     assert _kernel_client.guard() is False  # a second call wraps nothing twice
+
+
+def test_the_guard_finds_the_asyncio_channel_of_jupyter_client_7_and_8(monkeypatch):
+    """jupyter_client 8 names it AsyncZMQSocketChannel; 7 (Colab's 7.4.9) has only
+    ZMQSocketChannel, whose get_msg is the coroutine; a blocking get_msg is never wrapped."""
+    import types
+
+    import jupyter_client
+
+    async def coroutine_get_msg(self, timeout=None):
+        pass
+
+    def blocking_get_msg(self, timeout=None):
+        pass
+
+    def channels_of(get_msg):  # a jupyter_client 7 channels module
+        module = types.SimpleNamespace(ZMQSocketChannel=type("ZMQSocketChannel", (), {"get_msg": get_msg}))
+        monkeypatch.setattr(jupyter_client, "channels", module)
+        monkeypatch.setitem(sys.modules, "jupyter_client.channels", module)
+        return module
+
+    seven = channels_of(coroutine_get_msg)
+    assert _kernel_client.async_channel() is seven.ZMQSocketChannel
+    channels_of(blocking_get_msg)
+    assert _kernel_client.async_channel() is None and _kernel_client.guard() is False
 
 
 @pytest.mark.parametrize("runner", ["book/conftest.py", "tests/conftest.py", "tools/bench.py", "tools/gpu_check.py"])

@@ -124,26 +124,32 @@ def test_bad_inputs_are_value_errors(lm):
 
 
 PROBE = """
-import json, resource, time, torch
+import json, resource, torch
 torch.set_num_threads(1)
 from beforeqkv.pretrained import load_smollm2
+def peak_gb():
+    # VmHWM: this process's own peak. ru_maxrss also counts the parent's pages when the child
+    # was started by (v)fork + exec, so a big pytest process would inflate it.
+    try:
+        kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
+    return kb / 1e6
+before = peak_gb()
 lm = load_smollm2()
-# VmHWM: this process's own peak. ru_maxrss also counts the parent's pages when the child was
-# started by (v)fork + exec, so a big pytest process would inflate it.
-try:
-    kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-except (OSError, StopIteration):
-    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
-print(json.dumps({"seconds": lm.load_seconds, "peak_gb": kb / 1e6}))
+print(json.dumps({"seconds": lm.load_seconds, "before_gb": before, "added_gb": peak_gb() - before}))
 """
 
 
-def test_loading_peak_memory_is_below_1_5_gb(lm):
+def test_loading_adds_at_most_1_gb_to_the_process_peak(lm):
+    """What the loader costs, above what importing torch and the package cost: that depends on
+    the torch build (a CUDA build maps its GPU libraries in: 0.74 GB before any model with torch
+    2.15's, 0.23 GB with the CPU build), the loader's share does not (0.81 to 0.85 GB on both)."""
     src = str(Path(__file__).resolve().parents[1] / "src")
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})
     stats = json.loads(out.stdout.strip().splitlines()[-1])
-    assert stats["peak_gb"] <= 1.5, stats  # ru_maxrss is in kB on Linux
+    assert 0.3 <= stats["added_gb"] <= 1.0, stats  # 0.3: a probe that saw no model load would pass
 
 
 def test_the_recap_figure_labels_every_part_with_a_chapter():

@@ -235,13 +235,69 @@ def test_the_api_scan_fails_a_floor_below_rms_norm():
         test_the_torch_floor_covers_every_api_the_package_calls(floor=(2, 2))
 
 
-def test_the_python_floor_parses_every_source_file():
+PYTHON_FILES = ("src", "tools", "tests", "_ext")
+
+
+def runtime_unions(source: str) -> list:
+    """Lines where ``X | Y`` sits in an annotation that Python evaluates when the module runs
+    (a def's parameters and return, a module's or a class's annotated names) in a module
+    without ``from __future__ import annotations``: valid syntax on 3.9, but a TypeError there
+    on import, which ``ast.parse(feature_version=...)`` does not see."""
+    import ast
+    tree = ast.parse(source)
+    if any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+           and any(a.name == "annotations" for a in n.names) for n in tree.body):
+        return []
+
+    def union(node):
+        return node is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr)
+                                        for n in ast.walk(node))
+
+    lines = []
+
+    def visit(body, in_function=False):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                params = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]
+                if union(node.returns) or any(union(x.annotation) for x in params):
+                    lines.append(node.lineno)
+                visit(node.body, in_function=True)
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body)
+            elif isinstance(node, ast.AnnAssign) and not in_function and union(node.annotation):
+                lines.append(node.lineno)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    visit(getattr(node, field, []) or [], in_function)
+    visit(tree.body)
+    return lines
+
+
+def test_the_python_floor_parses_and_imports_every_source_file():
     import ast
     floor = floors()["python"]
-    for path in list((ROOT / "src").rglob("*.py")) + list((ROOT / "tools").rglob("*.py")):
-        ast.parse(path.read_text(), filename=str(path), feature_version=floor)
+    paths = [p for folder in PYTHON_FILES for p in (ROOT / folder).rglob("*.py")]
+    assert len(paths) > 100, "the scan found too few files: is it reading the repository?"
+    for path in paths:
+        source = path.read_text()
+        ast.parse(source, filename=str(path), feature_version=floor)
+        if floor < (3, 10):
+            lines = runtime_unions(source)
+            assert not lines, f"{path.relative_to(ROOT)}: X | Y annotations (lines {lines}) fail on import in {floor}"
     with pytest.raises(SyntaxError):  # the check sees syntax newer than the floor
         ast.parse("match x:\n    case 1:\n        pass\n", feature_version=(3, 9))
+
+
+def test_the_union_scan_sees_what_fails_on_import_under_python_3_9():
+    assert runtime_unions("def f(x: int | None) -> str:\n    pass\n") == [1]
+    assert runtime_unions("class A:\n    x: int | None = None\n") == [2]
+    assert runtime_unions("def f():\n    def g() -> list | None:\n        pass\n") == [2]
+    assert runtime_unions("if True:\n    y: int | str = 1\n") == [2]
+    # evaluated later or never: a local annotation, a string, the __future__ import
+    assert runtime_unions("def f():\n    y: int | None = None\n") == []
+    assert runtime_unions("def f(x: 'int | None'):\n    pass\n") == []
+    assert runtime_unions("from __future__ import annotations\ndef f(x: int | None):\n    pass\n") == []
 
 
 def test_the_version_matrix_runs_the_floors_the_newest_and_colabs_stack():
@@ -257,9 +313,34 @@ def test_the_version_matrix_runs_the_floors_the_newest_and_colabs_stack():
     colab_torch = tuple(map(int, r["colab"]["torch"].split("==")[1].split(".")[:2]))
     assert colab_torch >= floor["torch"], "Colab's torch is below the floor: the package would not install there"
     steps = runs("versions")
+    if ".ci/versions" in steps:  # the row's script, which runs a row here too
+        steps += (ROOT / ".ci" / "versions").read_text()
     assert "pytest tests" in steps, "each row runs the unit tests"
     assert len(re.findall(r"book/\d\d_\w+\.ipynb", steps)) >= 2, "each row runs at least two chapters"
     assert JOBS["versions"]["strategy"]["fail-fast"] is False, "one failing row must not hide the others"
+
+
+def test_the_gpu_page_lists_the_rows_the_workflow_runs_with_their_versions():
+    """book/gpu_and_colab.md's table of measured rows names each row's Python, torch and
+    notebook stack as the matrix pins them (a row changed in the workflow is measured again),
+    and says what passed on them."""
+    page = (ROOT / "book" / "gpu_and_colab.md").read_text()
+    section = page[page.index("## Which versions are tested"):].split("\n## ")[0]
+    lines = {line.split("|")[1].strip().lower(): [c.strip() for c in line.strip().strip("|").split("|")]
+             for line in section.splitlines() if line.startswith("| ") and not line.startswith("| row")}
+    assert set(lines) == set(rows()), f"the page's rows {sorted(lines)} are not the workflow's {sorted(rows())}"
+    for name, row in rows().items():
+        _, python, torch_, stack = lines[name]
+        assert python.startswith(row["python"] + "."), (name, python)
+        if row["torch"] != "torch":
+            assert torch_ == row["torch"].split("==")[1], (name, torch_)
+        for pin in row["pins"].split():
+            if pin.split("==")[0] in ("ipython", "ipywidgets", "ipykernel"):
+                assert pin.split("==")[1] in stack.split(" / "), (name, pin, stack)
+    chapters = re.findall(r"book/(\d\d)_", (ROOT / ".ci" / "versions").read_text())
+    said = re.search(r"On each row, [\d,]+ unit tests passed and [\d,]+ were skipped, and chapters ([\d, and]+) ran",
+                     " ".join(section.split()))
+    assert said and re.findall(r"\d+", said.group(1)) == [c.lstrip("0") for c in chapters], (said, chapters)
 
 
 def test_every_place_that_installs_torch_states_the_same_floor():

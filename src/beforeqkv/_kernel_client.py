@@ -36,14 +36,28 @@ def sliced(get_msg):
     return get_msg_in_slices
 
 
+def async_channel():
+    """jupyter_client's asyncio channel class: ``AsyncZMQSocketChannel`` (jupyter_client 8), or
+    ``ZMQSocketChannel``, whose ``get_msg`` is the coroutine in 7 (Colab's 7.4.9); None where
+    jupyter_client is not installed (a reader's plain Python)."""
+    import inspect
+    try:
+        from jupyter_client import channels
+    except ImportError:
+        return None
+    for name in ("AsyncZMQSocketChannel", "ZMQSocketChannel"):
+        cls = getattr(channels, name, None)
+        get_msg = getattr(cls, "get_msg", None)
+        if get_msg is not None and (getattr(get_msg, "sliced", False) or inspect.iscoroutinefunction(get_msg)):
+            return cls
+    return None
+
+
 def guard() -> bool:
     """Make every asyncio kernel client of this process wait in slices; True if it applied now.
-    Idempotent; does nothing where jupyter_client is not installed (a reader's plain Python)."""
-    try:
-        from jupyter_client.channels import AsyncZMQSocketChannel
-    except ImportError:
+    Idempotent; does nothing where jupyter_client is not installed."""
+    cls = async_channel()
+    if cls is None or getattr(cls.get_msg, "sliced", False):
         return False
-    if getattr(AsyncZMQSocketChannel.get_msg, "sliced", False):
-        return False
-    AsyncZMQSocketChannel.get_msg = sliced(AsyncZMQSocketChannel.get_msg)
+    cls.get_msg = sliced(cls.get_msg)
     return True

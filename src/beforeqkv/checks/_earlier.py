@@ -9,7 +9,9 @@ the check runs, and :func:`used_the_package` says so in one line.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import sysconfig
 import types
 from typing import Callable, Mapping
 
@@ -23,8 +25,12 @@ def _installed(module: str) -> bool:
     if module == "__main__":  # a notebook's or a script's own code (a kernel's launcher may sit in site-packages)
         return False
     path = str(getattr(sys.modules.get(module), "__file__", "") or "")
-    stdlib = getattr(sys, "stdlib_module_names", ())  # Python 3.10+; on 3.9 the path test alone
-    return any(part in path for part in ("site-packages", "dist-packages")) or module in stdlib
+    stdlib = getattr(sys, "stdlib_module_names", sys.builtin_module_names)  # the names: Python 3.10+
+    return (any(part in path for part in ("site-packages", "dist-packages")) or module in stdlib
+            or bool(path) and path.startswith(_STDLIB))  # Python 3.9: the standard library's folder
+
+
+_STDLIB = sysconfig.get_path("stdlib") + os.sep  # the base Python's, in a venv too (lib-dynload is inside)
 
 
 def _readers_own(obj) -> bool:
