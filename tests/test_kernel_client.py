@@ -1,7 +1,6 @@
 """The notebook runners' guard against a lost wake-up (beforeqkv._kernel_client): a reply that
 has arrived is read within a slice, and a real timeout still ends the wait."""
 import asyncio
-import sys
 import time
 from pathlib import Path
 from queue import Empty
@@ -81,8 +80,7 @@ def test_the_guard_finds_the_asyncio_channel_of_jupyter_client_7_and_8(monkeypat
 
     def channels_of(get_msg):  # a jupyter_client 7 channels module
         module = types.SimpleNamespace(ZMQSocketChannel=type("ZMQSocketChannel", (), {"get_msg": get_msg}))
-        monkeypatch.setattr(jupyter_client, "channels", module)
-        monkeypatch.setitem(sys.modules, "jupyter_client.channels", module)
+        monkeypatch.setattr(jupyter_client, "channels", module)  # what `from jupyter_client import channels` reads
         return module
 
     seven = channels_of(coroutine_get_msg)

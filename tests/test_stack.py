@@ -61,15 +61,3 @@ def test_the_check_names_a_missing_package_and_a_wrong_version():
     assert missing(reqs) == ["no-such-package-bqkv==1.0 (not installed)",
                              f"pytest==0.0.1 (installed: {metadata.version('pytest')})"]
 
-
-def test_the_versions_rows_install_a_readers_stack_and_say_so():
-    """The file the rows install, and the variable that lets the build stack's tests skip there."""
-    workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text()
-    job = workflow[workflow.index("\n  versions:"):workflow.index("\n  deploy:")]
-    assert "run: .ci/versions" in job, "each row runs the row script"
-    script = (ROOT / ".ci" / "versions").read_text()
-    assert "-r requirements-versions.txt" in script and "export BEFOREQKV_STACK=reader" in script
-    names = {r.name for r in requirements((ROOT / "requirements-versions.txt").read_text())}
-    assert {"pytest", "nbmake", "ipykernel"} <= names
-    build = {"sphinx", "jupyter-book", "myst-nb", "playwright", "onnxruntime"}
-    assert not names & build, "a reader's stack, not the build's"

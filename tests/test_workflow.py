@@ -320,6 +320,19 @@ def test_the_version_matrix_runs_the_floors_the_newest_and_colabs_stack():
     assert JOBS["versions"]["strategy"]["fail-fast"] is False, "one failing row must not hide the others"
 
 
+def test_the_versions_rows_install_a_readers_stack_and_say_so():
+    """The rows run .ci/versions, which installs a reader's stack, not the build's, and sets the
+    variable that lets the build stack's tests skip there (tests/test_stack.py)."""
+    from test_stack import requirements
+    assert runs("versions").strip() == ".ci/versions", "each row runs the row script"
+    script = (ROOT / ".ci" / "versions").read_text()
+    assert "-r requirements-versions.txt" in script and "export BEFOREQKV_STACK=reader" in script
+    names = {r.name for r in requirements((ROOT / "requirements-versions.txt").read_text())}
+    assert {"pytest", "nbmake", "ipykernel"} <= names
+    build = {"sphinx", "jupyter-book", "myst-nb", "playwright", "onnxruntime"}
+    assert not names & build, "a reader's stack, not the build's"
+
+
 def test_the_gpu_page_lists_the_rows_the_workflow_runs_with_their_versions():
     """book/gpu_and_colab.md's table of measured rows names each row's Python, torch and
     notebook stack as the matrix pins them (a row changed in the workflow is measured again),
