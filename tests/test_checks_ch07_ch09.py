@@ -101,7 +101,7 @@ def test_ch7_prediction_is_registered_and_checked():
 def test_ch7_prediction_answer_is_what_the_measurement_shows():
     s = saturation.random_scores(1024, n_queries=500, generator=torch.Generator().manual_seed(0)) / 1024
     stats = saturation.saturation_stats(s)
-    assert stats["frac_saturated"] == 0 and stats["median_max_weight"] < 2 / 32
+    assert stats["frac_saturated"] == 0 and stats["median_max_weight"] < 1.25 / 32  # the chapter: barely above 1/32
 
 
 def test_ch7_adam_prediction_is_registered_and_checked():

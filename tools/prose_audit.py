@@ -7,11 +7,14 @@ A paragraph that quotes many glued numbers in a row is hard to read: the book ke
 is what tables are for). A judgment word ("nearly", "little", "most", ...) claims more than a
 number: tests/test_prose.py maps each one in the audited chapters to the ``assert`` whose
 threshold makes it true, or to the reason it needs none (a definition, a question, a bound
-proved in the text). This prints, per chapter, the paragraphs over the limit and every
-judgment word with its paragraph, so a writer sees what to back or drop.
+proved in the text). A glued time (``TIMINGS``) is the build machine's, so the paragraph
+that quotes it says so (``WHOSE``). This prints, per chapter, the paragraphs over the limit,
+every judgment word with its paragraph, and every timing quoted without saying whose, so a
+writer sees what to back, drop or qualify.
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -27,6 +30,18 @@ JUDGMENT = re.compile(r"\b(little|nearly|most|mostly|large|shut|barely|almost|mu
                       r"essential|essentially|hardly|negligible)\b", re.IGNORECASE)
 NOT_JUDGMENT = re.compile(r"\b(at most|how much)\b", re.IGNORECASE)
 LIST_ITEM = re.compile(r"^(?:[-*]|\d+\.)\s+")
+# Glued numbers that are times, or ratios of times, measured while the page was built: the
+# build machine's, which a reader's own run does not reproduce. tests/test_site.py keeps this
+# set equal to the numbers the two editions' executions disagree on.
+TIMINGS = frozenset({
+    "ch1_cpu_attn", "ch1_cpu_lstm", "ch2_cpu", "ch2_ctrl_cpu",
+    "ch3_rnn_ms", "ch3_attn_ms", "ch3_speedup", "ch3_big_rnn_ms", "ch3_big_attn_ms",
+    "ch4_cpu", "ch5_cpu", "ch6_cpu", "ch6_pp_ratio", "ch6_pp_cpu_800", "ch7_cpu",
+    "ch8_mask_cpu", "ch8_res_cpu", "ch8_lm_cpu", "ch9_cpu", "ch10_load_s",
+    "ch11_load_s", "ch11_tps_cache", "ch11_tps_nocache",
+})
+WHOSE = "the machine that built this page"  # what a paragraph quoting a timing says
+GLUED_NAME = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)")
 
 
 @dataclass(frozen=True)
@@ -97,16 +112,46 @@ def judgment_words_in(text: str) -> list[str]:
     return [m.group(1).lower() for m in JUDGMENT.finditer(text)]
 
 
+def timings_in(text: str) -> list[str]:
+    """The glued timings (``TIMINGS``) a text quotes, in order."""
+    return [name for name in GLUED_NAME.findall(text) if name in TIMINGS]
+
+
+def untold_timings(texts, whose: str = WHOSE) -> list[str]:
+    """The texts that quote a glued timing without saying whose machine measured it."""
+    return [text for text in texts if timings_in(text) and whose not in text]
+
+
 def judgment_words(path: str | Path) -> list[tuple[str, Paragraph]]:
     """(word, paragraph) for every judgment word in a notebook's prose."""
     return [(w, p) for p in paragraphs(path) for w in judgment_words_in(p.text)]
 
 
 def assert_lines(path: str | Path) -> list[str]:
-    """Every line of a notebook's code cells that is an ``assert`` statement, stripped."""
+    """Every ``assert`` statement of a notebook's code cells, stripped; one that goes on over
+    more lines comes whole, its lines joined by newlines."""
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
-    return [line.strip() for c in cells if c["cell_type"] == "code"
-            for line in "".join(c["source"]).splitlines() if line.strip().startswith("assert ")]
+    out = []
+    for c in cells:
+        if c["cell_type"] != "code":
+            continue
+        lines = "".join(c["source"]).splitlines()
+        for i, line in enumerate(lines):
+            if line.strip().startswith("assert "):
+                out.append(_whole_statement([ln.strip() for ln in lines[i:]]))
+    return out
+
+
+def _whole_statement(lines: list[str]) -> str:
+    """The first statement of ``lines``: as many lines as it takes to parse."""
+    for n in range(1, len(lines) + 1):
+        text = "\n".join(lines[:n])
+        try:
+            ast.parse(text)
+            return text
+        except SyntaxError:
+            continue
+    return lines[0]
 
 
 def main(argv: list[str]) -> int:
@@ -119,6 +164,9 @@ def main(argv: list[str]) -> int:
               f"{len(words)} judgment words")
         for p in dense:
             print(f"  dense  cell {p.cell:3d}  {glue_count(p.text):2d} glued  {p.text[:90]}")
+        for p in paragraphs(path):
+            if untold_timings([p.text]):
+                print(f"  timing cell {p.cell:3d}  {', '.join(timings_in(p.text))} without {WHOSE!r}")
         for p in paragraphs(path):
             for m in JUDGMENT.finditer(NOT_JUDGMENT.sub(lambda b: " " * len(b.group()), p.text)):
                 print(f"  word   cell {p.cell:3d}  {m.group(1).lower():9s} "
