@@ -2,7 +2,6 @@
 import html as html_lib
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -11,6 +10,9 @@ import yaml
 from _book import CHAPTERS, ROOT, predictions, reader_problems
 
 from editions import bootstrap
+from editions.export_reader import glue_values
+
+import prose_audit
 
 
 def page(site, chapter):
@@ -270,31 +272,22 @@ def test_no_page_shows_a_warning_or_stderr_output(site, edition):
     assert noise == []
 
 
-def _glued(path: Path) -> dict:
-    """name -> the value a notebook glued (its output's data), from an executed notebook."""
-    return {out["metadata"]["scrapbook"]["name"]: out["data"]
-            for cell in nbformat.read(path, as_version=4).cells for out in cell.get("outputs", [])
-            if "scrapbook" in out.get("metadata", {})}
-
-
 def test_the_glued_timings_are_exactly_the_numbers_the_two_executions_disagree_on(site):
     """The two editions run every chapter apart: what they glue differently is a measurement of
     the machine, a timing, whose paragraph must say whose machine it was (prose_audit.TIMINGS,
     tests/test_prose.py), or a word in the reader's language. A timing missing from TIMINGS,
     or a listed one that is in fact deterministic, fails here."""
-    import prose_audit
     differ, words = set(), {}
     executed = sorted((ROOT / "_exec" / "book").glob("[0-9]*.ipynb"))
     assert len(executed) == len(CHAPTERS), "_exec/book: run `make execute`"
     for path in executed:
-        en, cn = _glued(path), _glued(ROOT / "_exec_zh" / "book" / path.name)
+        en, cn = glue_values(path), glue_values(ROOT / "_exec_zh" / "book" / path.name)
         assert en.keys() == cn.keys(), path.name
         for name in en:
             if en[name] == cn[name]:
                 continue
-            text = cn[name].get("application/papermill.record/text/plain", "")
-            if text.startswith("'") and re.search(r"[\u4e00-\u9fff]", text):
-                words[name] = text  # a string glued in the reader's language
+            if isinstance(cn[name], str) and re.search(r"[\u4e00-\u9fff]", cn[name]):
+                words[name] = cn[name]  # a string glued in the reader's language
             else:
                 differ.add(name)
     assert differ == prose_audit.TIMINGS, (sorted(differ - prose_audit.TIMINGS),
