@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_GLUE = 3
-GLUE = re.compile(r"\{glue(?::[a-z]+)?\}`")
+GLUE = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]*)")  # a glue role; its group: the name
 # The words that judge a size; "at most" (a bound with its number) and "how much" (a question,
 # or "how much and with which sign") are not judgments.
 JUDGMENT = re.compile(r"\b(little|nearly|most|mostly|large|shut|barely|almost|much|tiny|"
@@ -41,7 +41,7 @@ TIMINGS = frozenset({
     "ch11_load_s", "ch11_tps_cache", "ch11_tps_nocache",
 })
 WHOSE = "the machine that built this page"  # what a paragraph quoting a timing says
-GLUED_NAME = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)")
+WHOSE_ZH = "构建本页的机器"  # the same words in the Chinese edition
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def judgment_words_in(text: str) -> list[str]:
 
 def timings_in(text: str) -> list[str]:
     """The glued timings (``TIMINGS``) a text quotes, in order."""
-    return [name for name in GLUED_NAME.findall(text) if name in TIMINGS]
+    return [name for name in GLUE.findall(text) if name in TIMINGS]
 
 
 def untold_timings(texts, whose: str = WHOSE) -> list[str]:
